@@ -1,0 +1,159 @@
+/**
+ * The rke2-coredns chart (1.47.x) values this project sets, and the text the chart renders from
+ * them. The rendering follows the chart's templates whitespace for whitespace (configmap.yaml with
+ * RKE2's patch, and `nodelocal.corefile.generated` in _helpers.tpl), so what `render` shows is what
+ * lands in the ConfigMaps.
+ */
+
+export interface CorednsPlugin {
+  readonly name: string;
+  readonly parameters?: string;
+  /** Lines inside the plugin's braces; the chart indents them. */
+  readonly configBlock?: string;
+}
+
+export interface CorednsZone {
+  readonly zone: string;
+  readonly use_tcp?: boolean;
+}
+
+export interface CorednsServer {
+  readonly zones: readonly CorednsZone[];
+  readonly port: number;
+  readonly plugins: readonly CorednsPlugin[];
+}
+
+export interface NodeLocalValues {
+  readonly enabled: boolean;
+  readonly ip_address: string;
+  readonly ipvs: boolean;
+  readonly extraClusterDomains?: readonly string[];
+}
+
+export interface CorednsChartValues {
+  readonly servers?: readonly CorednsServer[];
+  readonly extraConfig?: Readonly<Record<string, { readonly parameters: string }>>;
+  readonly nodelocal?: NodeLocalValues;
+}
+
+/** Values RKE2 itself passes to the chart (HelmChart spec.set), not part of our values. */
+export interface ClusterChartGlobals {
+  readonly clusterDnsIp: string;
+  readonly clusterDomain: string;
+}
+
+/** The chart's default `servers` (values.yaml of 1.47.x). */
+export const DEFAULT_SERVERS: readonly CorednsServer[] = [
+  {
+    zones: [{ zone: ".", use_tcp: true }],
+    port: 53,
+    plugins: [
+      { name: "errors" },
+      { name: "health", configBlock: "lameduck 10s" },
+      { name: "ready" },
+      {
+        name: "kubernetes",
+        parameters: "in-addr.arpa ip6.arpa",
+        configBlock: "pods insecure\nfallthrough in-addr.arpa ip6.arpa\nttl 30",
+      },
+      { name: "prometheus", parameters: "0.0.0.0:9153" },
+      { name: "forward", parameters: ". /etc/resolv.conf" },
+      { name: "cache", parameters: "30" },
+      { name: "loop" },
+      { name: "reload" },
+      { name: "loadbalance" },
+    ],
+  },
+];
+
+/** Sprig `indent`: prefixes every line, including empty ones. */
+function indent(text: string, spaces: number): string {
+  const pad = " ".repeat(spaces);
+  return text
+    .split("\n")
+    .map((line) => pad + line)
+    .join("\n");
+}
+
+/** `data.Corefile` of the CoreDNS ConfigMap. */
+export function renderChartCorefile(
+  values: CorednsChartValues,
+  globals: ClusterChartGlobals,
+): string {
+  const domain = globals.clusterDomain || "cluster.local";
+  const lines: string[] = [];
+  for (const name of Object.keys(values.extraConfig ?? {}).sort()) {
+    const parameters = values.extraConfig![name].parameters;
+    lines.push(parameters ? `${name} ${parameters}` : name);
+  }
+  const blocks = (values.servers ?? DEFAULT_SERVERS).map((server) => {
+    const zones =
+      server.zones.length === 0 ? "." : server.zones.map((z) => z.zone || ".").join(" ");
+    const header = `${zones}${server.port ? `:${server.port} ` : ""}{`;
+    const plugins = server.plugins.map((p) => {
+      let line = `    ${p.name}`;
+      if (p.parameters) {
+        line += p.name === "kubernetes" ? `  ${domain}  ${p.parameters}` : `  ${p.parameters}`;
+      }
+      if (p.configBlock) line += ` {\n${indent(p.configBlock, 8)}\n    }`;
+      return line;
+    });
+    return [header, ...plugins, "}"].join("\n");
+  });
+  return [...lines, ...blocks].join("\n");
+}
+
+/**
+ * `data.Corefile` of the node-local-dns ConfigMap, as the chart writes it (before the node cache
+ * substitutes `__PILLAR__UPSTREAM__SERVERS__` and `__PILLAR__CLUSTER__DNS__` at runtime).
+ */
+export function renderChartNodeLocalCorefile(
+  nodelocal: NodeLocalValues,
+  globals: ClusterChartGlobals,
+): string {
+  const domain = globals.clusterDomain || "cluster.local";
+  const upstreamBind = nodelocal.ipvs ? "" : globals.clusterDnsIp;
+  const bind = `    bind ${nodelocal.ip_address} ${upstreamBind}`;
+  const clusterForward = [
+    `    forward . ${nodelocal.ipvs ? globals.clusterDnsIp : "__PILLAR__CLUSTER__DNS__"} {`,
+    "            force_tcp",
+    "    }",
+  ];
+  const extra = (nodelocal.extraClusterDomains ?? []).map((d) => ` ${d}:53`).join("");
+  const block = (header: string, cache: string[], forward: string[], tail: string[]) => [
+    header,
+    "    errors",
+    ...cache,
+    "    reload",
+    "    loop",
+    bind,
+    ...forward,
+    "    prometheus :9253",
+    ...tail,
+    "    }",
+  ];
+  const text = [
+    ...block(
+      `${domain}:53${extra} {`,
+      ["    cache {", "            success 9984 30", "            denial 9984 5", "    }"],
+      clusterForward,
+      [`    health ${nodelocal.ip_address}:8080`],
+    ),
+    ...block("in-addr.arpa:53 {", ["    cache 30"], clusterForward, []),
+    ...block("ip6.arpa:53 {", ["    cache 30"], clusterForward, []),
+    ...block(".:53 {", ["    cache 30"], ["    forward . __PILLAR__UPSTREAM__SERVERS__"], []),
+  ];
+  return text.join("\n") + "\n";
+}
+
+/** What k8s-dns-node-cache does to the chart's Corefile at start (kubernetes/dns configmap.go). */
+export function substituteNodeLocalPlaceholders(
+  corefile: string,
+  substitutions: { readonly upstreamServers: string; readonly clusterDnsUpstream: string },
+): string {
+  return corefile
+    .split("__PILLAR__UPSTREAM__SERVERS__")
+    .join(substitutions.upstreamServers)
+    .split("__PILLAR__CLUSTER__DNS__")
+    .join(substitutions.clusterDnsUpstream);
+}

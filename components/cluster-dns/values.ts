@@ -1,0 +1,115 @@
+import * as YAML from "yaml";
+import { ClusterSettings, DnsSettings } from "../../infra/config/model";
+import { CorednsChartValues, CorednsPlugin, CorednsServer, DEFAULT_SERVERS } from "./chart";
+
+/**
+ * Builds the rke2-coredns values that fix seed 000 without breaking in-cluster DNS:
+ *
+ * - Each neutralised search domain (`local`) gets its own server block that answers NXDOMAIN at
+ *   once, so `ai-ear.cn.local` no longer waits on a resolver that never answers.
+ * - CoreDNS sends a query to the block with the longest matching zone, so a `local` block would
+ *   also take every `*.cluster.local` query. When the cluster domain lies under a neutralised
+ *   domain, the cluster domain gets a block of its own with the kubernetes plugin, which is longer
+ *   and therefore wins: every answer under the cluster domain stays what the default block gave.
+ * - Static hosts (the Rancher hostname) are answered by the `hosts` plugin, limited to those names
+ *   so everything else falls through to the default chain.
+ * - With NodeLocalDNS, the node cache sends only the cluster domain and `extraClusterDomains` to
+ *   CoreDNS; every zone added here is listed there, or the cache would bypass the fix.
+ *
+ * Returns `{}` (the chart's defaults) when the stack configures no fix.
+ */
+export function clusterDnsChartValues(
+  dns: DnsSettings,
+  cluster: ClusterSettings,
+): CorednsChartValues {
+  const staticNames = Object.keys(dns.staticHosts).sort();
+  const neutralized = [...dns.neutralizedSearchDomains];
+  if (staticNames.length === 0 && neutralized.length === 0 && !dns.nodeLocal.enabled) return {};
+
+  const defaultBlock = DEFAULT_SERVERS[0];
+  const servers: CorednsServer[] = [];
+  if (neutralized.some((d) => isWithin(cluster.clusterDomain, d))) {
+    servers.push({
+      zones: [{ zone: cluster.clusterDomain }],
+      port: 53,
+      plugins: [
+        { name: "errors" },
+        pluginOf(defaultBlock, "kubernetes"),
+        pluginOf(defaultBlock, "prometheus"),
+        pluginOf(defaultBlock, "cache"),
+        { name: "reload" },
+        { name: "loadbalance" },
+      ],
+    });
+  }
+  for (const domain of neutralized) {
+    servers.push({
+      zones: [{ zone: domain }],
+      port: 53,
+      plugins: [
+        { name: "errors" },
+        { name: "template", parameters: `ANY ANY ${domain}`, configBlock: "rcode NXDOMAIN" },
+        pluginOf(defaultBlock, "prometheus"),
+        { name: "reload" },
+      ],
+    });
+  }
+  const plugins: CorednsPlugin[] = [...defaultBlock.plugins];
+  if (staticNames.length > 0) {
+    const entries = staticNames.flatMap((name) =>
+      dns.staticHosts[name].map((ip) => `${ip} ${name}`),
+    );
+    plugins.splice(
+      plugins.findIndex((p) => p.name === "kubernetes"),
+      0,
+      {
+        name: "hosts",
+        // The first argument is the hosts file; the names after it limit the plugin to those zones.
+        parameters: ["/etc/hosts", ...staticNames].join(" "),
+        configBlock: [...entries, "ttl 60", "reload 0"].join("\n"),
+      },
+    );
+  }
+  servers.push({ zones: defaultBlock.zones, port: defaultBlock.port, plugins });
+
+  const values: { servers: CorednsServer[]; nodelocal?: CorednsChartValues["nodelocal"] } = {
+    servers,
+  };
+  if (dns.nodeLocal.enabled) {
+    values.nodelocal = {
+      enabled: true,
+      ip_address: dns.nodeLocal.ip,
+      // kube-proxy in IPVS mode cannot have the cache bind the kube-dns IP; kubelet points at the cache instead.
+      ipvs: cluster.kubeProxyMode === "ipvs",
+      extraClusterDomains: zonesAddedByFix(dns).filter((zone) => zone !== cluster.clusterDomain),
+    };
+  }
+  return values;
+}
+
+/** kubelet args the DNS settings imply: with NodeLocalDNS in IPVS mode, pods must ask the cache. */
+export function dnsKubeletArgs(dns: DnsSettings, cluster: ClusterSettings): string[] {
+  return dns.nodeLocal.enabled && cluster.kubeProxyMode === "ipvs"
+    ? [`cluster-dns=${dns.nodeLocal.ip}`]
+    : [];
+}
+
+/** The zones whose answers the fix changes; each must reach CoreDNS. */
+export function zonesAddedByFix(dns: DnsSettings): string[] {
+  return [...dns.neutralizedSearchDomains, ...Object.keys(dns.staticHosts).sort()];
+}
+
+function isWithin(name: string, domain: string): boolean {
+  return name === domain || name.endsWith(`.${domain}`);
+}
+
+function pluginOf(server: CorednsServer, name: string): CorednsPlugin {
+  const plugin = server.plugins.find((p) => p.name === name);
+  if (!plugin) throw new Error(`the chart's default server block has no ${name} plugin`);
+  return plugin;
+}
+
+/** The values as the YAML text a HelmChartConfig's valuesContent or Rancher's chartValues carry. */
+export function renderChartValuesYaml(values: CorednsChartValues): string {
+  return YAML.stringify(values);
+}

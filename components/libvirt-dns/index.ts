@@ -1,0 +1,77 @@
+import * as pulumi from "@pulumi/pulumi";
+import { SshEndpoint } from "../../infra/config/model";
+import { componentFile } from "../assets";
+import { libvirtDnsProvider, LibvirtDnsState } from "./provider";
+import { DnsHostRecord, dnsHostRecords } from "./render";
+
+export { dnsHostRecords, renderDnsHostXml, renderDnsHostDeleteXml, parseDnsHosts } from "./render";
+export type { DnsHostRecord } from "./render";
+
+export const LIBVIRT_DNS_RESOURCE_TYPE = "pulumi-nodejs:dynamic/libvirt:DnsHostRecords";
+
+export interface LibvirtDnsRecordsArgs {
+  /** SSH endpoint of the KVM host, with its pinned host key. */
+  readonly ssh: SshEndpoint;
+  /** Private key for the SSH user; a Pulumi secret. */
+  readonly sshPrivateKey: pulumi.Input<string>;
+  /** libvirt network name, e.g. `default`. */
+  readonly network: string;
+  /** hostname -> IPs. Several records may share a hostname (the Rancher name on three servers). */
+  readonly records: Readonly<Record<string, readonly string[]>>;
+}
+
+/** The dynamic resource behind the component; its outputs are the provider's state. */
+class DnsHostRecordsResource extends pulumi.dynamic.Resource {
+  declare readonly records: pulumi.Output<LibvirtDnsState["records"] | undefined>;
+  declare readonly unmanagedRecords: pulumi.Output<LibvirtDnsState["unmanagedRecords"]>;
+
+  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+    super(libvirtDnsProvider, name, props, opts, "libvirt", "DnsHostRecords");
+  }
+}
+
+/**
+ * Static `<dns><host>` records in a libvirt network's dnsmasq (seed 000: the Rancher hostname
+ * resolves through them). Records owned here are matched by IP; others are left alone and
+ * reported. `pulumi refresh` reads the network back, so hand edits show as drift.
+ */
+export class LibvirtDnsRecords extends pulumi.ComponentResource {
+  /** The owned records as found on the network after the last update or refresh. */
+  public readonly records: pulumi.Output<DnsHostRecord[]>;
+  /** Records on the network not owned by this stack. */
+  public readonly unmanagedRecords: pulumi.Output<DnsHostRecord[]>;
+
+  constructor(name: string, args: LibvirtDnsRecordsArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("rke2remediation:libvirt:DnsRecords", name, {}, opts);
+    const inputs: pulumi.Inputs = {
+      connection: {
+        host: args.ssh.host,
+        port: args.ssh.port,
+        user: args.ssh.user,
+        hostKey: args.ssh.hostKey,
+      },
+      sshPrivateKey: pulumi.secret(args.sshPrivateKey),
+      network: args.network,
+      records: dnsHostRecords(args.records),
+      script: componentFile(__dirname, "network.sh"),
+      unmanagedRecords: undefined,
+      domain: undefined,
+    };
+    const state = new DnsHostRecordsResource(`${name}-hosts`, inputs, {
+      parent: this,
+      additionalSecretOutputs: ["sshPrivateKey"],
+    });
+    this.records = state.records.apply((r) => [...(r ?? [])]);
+    this.unmanagedRecords = state.unmanagedRecords.apply((r) => [...(r ?? [])]);
+    this.unmanagedRecords.apply((unmanaged) => {
+      if (unmanaged.length > 0) {
+        const list = unmanaged.map((r) => `${r.ip} ${r.hostnames.join(",")}`).join("; ");
+        pulumi.log.warn(
+          `network ${args.network} also holds records this stack does not own (left alone): ${list}`,
+          this,
+        );
+      }
+    });
+    this.registerOutputs({ records: this.records, unmanagedRecords: this.unmanagedRecords });
+  }
+}

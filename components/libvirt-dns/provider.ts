@@ -1,0 +1,132 @@
+/**
+ * Dynamic provider for the DNS host records of a libvirt network, over SSH + virsh.
+ * `read` reports what the network really holds, so `pulumi refresh` and
+ * `pulumi preview --refresh` show records removed or changed by hand.
+ * Runs in Pulumi's dynamic-provider process: everything it uses is imported at module level
+ * and captured by the closure serializer; nothing here may hold a client across calls.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import * as ssh from "../ssh/run-script";
+import * as xml from "./render";
+
+export interface SshTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  readonly hostKey: string;
+}
+
+export interface LibvirtDnsState {
+  readonly connection: SshTarget;
+  readonly sshPrivateKey: string;
+  readonly network: string;
+  /** Records this resource owns (by IP), as desired on input and as found on output. */
+  readonly records: readonly xml.DnsHostRecord[];
+  /** Records on the network that this resource does not own; left alone. */
+  readonly unmanagedRecords?: readonly xml.DnsHostRecord[];
+  /** The network's DNS domain as found. */
+  readonly domain?: string;
+  /** Script text run on the KVM host. */
+  readonly script: string;
+}
+
+async function runNetworkScript(
+  state: LibvirtDnsState,
+  params: { ACTION: "read" | "apply"; DELETE?: string; ADD?: string },
+): Promise<string> {
+  const result = await ssh.runScript(
+    { ...state.connection, privateKey: state.sshPrivateKey },
+    state.script,
+    { params: { NETWORK: state.network, ...params }, timeoutMs: 120000 },
+  );
+  if (result.exitCode !== 0) {
+    const why = result.stderr.trim().split("\n").pop() ?? `exit code ${result.exitCode}`;
+    throw new Error(`libvirt host ${state.connection.host}, network ${state.network}: ${why}`);
+  }
+  return result.stdout;
+}
+
+function observe(
+  state: LibvirtDnsState,
+  networkXml: string,
+  ownedIps: ReadonlySet<string>,
+): LibvirtDnsState {
+  const all = xml.parseDnsHosts(networkXml);
+  return {
+    ...state,
+    records: all.filter((r) => ownedIps.has(r.ip)),
+    unmanagedRecords: all.filter((r) => !ownedIps.has(r.ip)),
+    domain: xml.parseNetworkDomain(networkXml),
+  };
+}
+
+/** Converges the network to `desired`, touching only IPs in `owned`; one read, then one apply. */
+async function converge(
+  desired: LibvirtDnsState,
+  owned: ReadonlySet<string>,
+): Promise<LibvirtDnsState> {
+  const actual = xml.parseDnsHosts(await runNetworkScript(desired, { ACTION: "read" }));
+  const wanted = new Map(desired.records.map((r) => [r.ip, r]));
+  const deletes = actual
+    .filter((r) => owned.has(r.ip) && !(wanted.has(r.ip) && xml.sameRecord(r, wanted.get(r.ip)!)))
+    .map((r) => r.ip);
+  const adds = desired.records.filter((r) => !actual.some((a) => xml.sameRecord(a, r)));
+  const allOwned = new Set([...owned, ...wanted.keys()]);
+  if (deletes.length === 0 && adds.length === 0) {
+    return observe(desired, await runNetworkScript(desired, { ACTION: "read" }), allOwned);
+  }
+  const after = await runNetworkScript(desired, {
+    ACTION: "apply",
+    DELETE: deletes.join("\n"),
+    ADD: adds.map(xml.renderDnsHostXml).join("\n"),
+  });
+  return observe(desired, after, allOwned);
+}
+
+function ipsOf(records: readonly xml.DnsHostRecord[]): Set<string> {
+  return new Set(records.map((r) => r.ip));
+}
+
+function key(records: readonly xml.DnsHostRecord[]): string {
+  return JSON.stringify([...records].sort((a, b) => a.ip.localeCompare(b.ip)));
+}
+
+export const libvirtDnsProvider: pulumi.dynamic.ResourceProvider = {
+  async diff(
+    _id: string,
+    olds: LibvirtDnsState,
+    news: LibvirtDnsState,
+  ): Promise<pulumi.dynamic.DiffResult> {
+    const replaces = olds.network !== news.network ? ["network"] : [];
+    const changed =
+      replaces.length > 0 ||
+      key(olds.records) !== key(news.records) ||
+      JSON.stringify(olds.connection) !== JSON.stringify(news.connection) ||
+      olds.sshPrivateKey !== news.sshPrivateKey ||
+      olds.script !== news.script;
+    return { changes: changed, replaces, deleteBeforeReplace: true };
+  },
+
+  async create(inputs: LibvirtDnsState): Promise<pulumi.dynamic.CreateResult> {
+    const outs = await converge(inputs, ipsOf(inputs.records));
+    return { id: `${inputs.connection.host}/${inputs.network}/dns-hosts`, outs };
+  },
+
+  async read(id: string, props: LibvirtDnsState): Promise<pulumi.dynamic.ReadResult> {
+    const networkXml = await runNetworkScript(props, { ACTION: "read" });
+    return { id, props: observe(props, networkXml, ipsOf(props.records)) };
+  },
+
+  async update(
+    _id: string,
+    olds: LibvirtDnsState,
+    news: LibvirtDnsState,
+  ): Promise<pulumi.dynamic.UpdateResult> {
+    const owned = new Set([...ipsOf(olds.records), ...ipsOf(news.records)]);
+    return { outs: await converge(news, owned) };
+  },
+
+  async delete(_id: string, props: LibvirtDnsState): Promise<void> {
+    await converge({ ...props, records: [] }, ipsOf(props.records));
+  },
+};

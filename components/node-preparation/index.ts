@@ -1,0 +1,82 @@
+import * as pulumi from "@pulumi/pulumi";
+import { NodeSpec } from "../../infra/config/model";
+import { componentFile } from "../assets";
+import { nodePreparationProvider } from "./provider";
+import { renderUnmanagedDevicesConfig } from "./render";
+
+export { renderUnmanagedDevicesConfig, parseNodeFacts } from "./render";
+
+export const NODE_PREPARATION_RESOURCE_TYPE = "pulumi-nodejs:dynamic/node:Preparation";
+
+export interface NodePreparationArgs {
+  /** The node, with its SSH endpoint and pinned host key. */
+  readonly node: NodeSpec;
+  /** Private key for the SSH user; a Pulumi secret. */
+  readonly sshPrivateKey: pulumi.Input<string>;
+  /** NetworkManager `unmanaged-devices` patterns; must include kube-ipvs0. */
+  readonly unmanagedDevices: readonly string[];
+  /** Set kube-ipvs0 up. Default false: kube-proxy keeps it DOWN by design. */
+  readonly bringUpKubeIpvs?: boolean;
+}
+
+/** The dynamic resource behind the component; its outputs are the provider's state. */
+class NodePreparationResource extends pulumi.dynamic.Resource {
+  declare readonly firewallServicesDisabled: pulumi.Output<boolean>;
+  declare readonly rejectRulesAbsent: pulumi.Output<boolean>;
+  declare readonly lastChanges: pulumi.Output<string[] | undefined>;
+
+  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+    super(nodePreparationProvider, name, props, opts, "node", "Preparation");
+  }
+}
+
+/**
+ * Prepares one node for RKE2 (seed 003): iptables/ip6tables/firewalld services disabled (never
+ * stopped), Rocky's REJECT rules removed and every other rule kept, nm-cloud-setup disabled,
+ * NetworkManager told to leave kube-ipvs0 and CNI devices alone. Deleting it changes nothing on
+ * the host.
+ */
+export class NodePreparation extends pulumi.ComponentResource {
+  /** True once the node's firewall services are disabled and its REJECT rules gone. */
+  public readonly firewallReady: pulumi.Output<boolean>;
+  /** What the last apply changed on the host. */
+  public readonly lastChanges: pulumi.Output<string[]>;
+
+  constructor(name: string, args: NodePreparationArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("rke2remediation:node:Preparation", name, {}, opts);
+    const { node } = args;
+    if (!args.unmanagedDevices.includes("kube-ipvs0")) {
+      throw new pulumi.ResourceError(
+        `node ${node.name}: unmanagedDevices must include kube-ipvs0.`,
+        this,
+      );
+    }
+    const resource = new NodePreparationResource(
+      `${name}-host`,
+      {
+        node: node.name,
+        connection: {
+          host: node.ssh.host,
+          port: node.ssh.port,
+          user: node.ssh.user,
+          hostKey: node.ssh.hostKey,
+        },
+        sshPrivateKey: pulumi.secret(args.sshPrivateKey),
+        script: componentFile(__dirname, "prepare-node.sh"),
+        bringUpKubeIpvs: args.bringUpKubeIpvs ?? false,
+        firewallServicesDisabled: true,
+        nmCloudSetupDisabled: true,
+        rejectRulesAbsent: true,
+        networkManagerConfig: renderUnmanagedDevicesConfig(args.unmanagedDevices),
+        kubeIpvs0: undefined,
+        lastChanges: undefined,
+      },
+      { parent: this, additionalSecretOutputs: ["sshPrivateKey"] },
+    );
+    this.firewallReady = pulumi
+      .all([resource.firewallServicesDisabled, resource.rejectRulesAbsent])
+      .apply(([a, b]) => a && b);
+    this.lastChanges = resource.lastChanges.apply((c) => c ?? []);
+    this.registerOutputs({ firewallReady: this.firewallReady, lastChanges: this.lastChanges });
+  }
+}

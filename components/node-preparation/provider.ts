@@ -1,0 +1,128 @@
+/**
+ * Dynamic provider for node preparation over SSH. Inputs state the desired facts; `read` reports
+ * the observed ones under the same names, so a refresh after someone re-enabled iptables.service
+ * shows `firewallServicesDisabled: false` against the desired `true`.
+ * Runs in Pulumi's dynamic-provider process; see ../libvirt-dns/provider.ts for the constraints.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import * as ssh from "../ssh/run-script";
+import * as facts from "./render";
+
+export interface NodePreparationState {
+  readonly node: string;
+  readonly connection: {
+    readonly host: string;
+    readonly port: number;
+    readonly user: string;
+    readonly hostKey: string;
+  };
+  readonly sshPrivateKey: string;
+  readonly script: string;
+  readonly bringUpKubeIpvs: boolean;
+  /** iptables, ip6tables and firewalld services not enabled. */
+  readonly firewallServicesDisabled: boolean;
+  readonly nmCloudSetupDisabled: boolean;
+  /** No Rocky REJECT rule in INPUT or FORWARD (IPv4 and IPv6). */
+  readonly rejectRulesAbsent: boolean;
+  /** Content of 99-rke2-unmanaged.conf (desired on input, found on output). */
+  readonly networkManagerConfig: string;
+  /** kube-ipvs0 state as found: up, down or absent. */
+  readonly kubeIpvs0?: string;
+  /** What the last apply changed, line by line. */
+  readonly lastChanges?: readonly string[];
+}
+
+function observed(
+  state: NodePreparationState,
+  f: facts.NodeFacts,
+  lastChanges?: string[],
+): NodePreparationState {
+  return {
+    ...state,
+    firewallServicesDisabled: [f.iptablesService, f.ip6tablesService, f.firewalldService].every(
+      (s) => s !== "enabled",
+    ),
+    nmCloudSetupDisabled: f.nmCloudSetupService !== "enabled" && f.nmCloudSetupTimer !== "enabled",
+    rejectRulesAbsent: f.rejectRules === 0,
+    networkManagerConfig: f.networkManagerConfig,
+    kubeIpvs0: f.kubeIpvs0,
+    lastChanges: lastChanges ?? state.lastChanges ?? [],
+  };
+}
+
+async function runNodeScript(state: NodePreparationState, action: "read" | "apply") {
+  const result = await ssh.runScript(
+    { ...state.connection, privateKey: state.sshPrivateKey },
+    state.script,
+    {
+      params: {
+        ACTION: action,
+        NM_CONFIG: state.networkManagerConfig,
+        BRING_UP_KUBE_IPVS: String(state.bringUpKubeIpvs),
+      },
+      timeoutMs: 120000,
+    },
+  );
+  if (result.exitCode !== 0) {
+    const why = result.stderr.trim().split("\n").pop() ?? `exit code ${result.exitCode}`;
+    throw new Error(
+      `node ${state.node} (${state.connection.host}): preparation script failed: ${why}; re-run to converge.`,
+    );
+  }
+  const changes = result.stderr
+    .split("\n")
+    .filter((l) => l.startsWith("changed: "))
+    .map((l) => l.slice(9));
+  return { facts: facts.parseNodeFacts(result.stdout), changes };
+}
+
+const CONVERGENT = [
+  "firewallServicesDisabled",
+  "nmCloudSetupDisabled",
+  "rejectRulesAbsent",
+  "networkManagerConfig",
+] as const;
+
+export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
+  async diff(
+    _id: string,
+    olds: NodePreparationState,
+    news: NodePreparationState,
+  ): Promise<pulumi.dynamic.DiffResult> {
+    const drifted = CONVERGENT.filter((k) => olds[k] !== news[k]);
+    const kubeIpvsDrift = news.bringUpKubeIpvs && olds.kubeIpvs0 === "down";
+    const other =
+      olds.script !== news.script ||
+      olds.bringUpKubeIpvs !== news.bringUpKubeIpvs ||
+      olds.sshPrivateKey !== news.sshPrivateKey ||
+      JSON.stringify(olds.connection) !== JSON.stringify(news.connection);
+    const replaces = olds.connection.host !== news.connection.host ? ["connection"] : [];
+    return {
+      changes: drifted.length > 0 || kubeIpvsDrift || other,
+      replaces,
+      deleteBeforeReplace: false,
+    };
+  },
+
+  async create(inputs: NodePreparationState): Promise<pulumi.dynamic.CreateResult> {
+    const { facts: f, changes } = await runNodeScript(inputs, "apply");
+    return { id: `${inputs.node}/node-preparation`, outs: observed(inputs, f, changes) };
+  },
+
+  async read(id: string, props: NodePreparationState): Promise<pulumi.dynamic.ReadResult> {
+    const { facts: f } = await runNodeScript(props, "read");
+    return { id, props: observed(props, f) };
+  },
+
+  async update(
+    _id: string,
+    _olds: NodePreparationState,
+    news: NodePreparationState,
+  ): Promise<pulumi.dynamic.UpdateResult> {
+    const { facts: f, changes } = await runNodeScript(news, "apply");
+    return { outs: observed(news, f, changes) };
+  },
+
+  // Deleting leaves the host as it is: re-enabling iptables.service would re-break it (seed 003).
+  async delete(): Promise<void> {},
+};

@@ -1,0 +1,38 @@
+import * as YAML from "yaml";
+import { ClusterSettings, NodeSpec } from "../../infra/config/model";
+
+export interface Rke2ServerConfigInput {
+  readonly cluster: ClusterSettings;
+  readonly node: NodeSpec;
+  /** The first server's address; absent for the first server itself. */
+  readonly joinAddress?: string;
+  /** The join token, or a redaction marker when rendering for review. */
+  readonly token: string;
+  /** Extra kubelet args, e.g. cluster-dns=<node-local IP> when NodeLocalDNS runs in IPVS mode. */
+  readonly kubeletArgs?: readonly string[];
+}
+
+/** Renders /etc/rancher/rke2/config.yaml for one server. Keys follow `rke2 server --help`. */
+export function renderRke2ServerConfig(input: Rke2ServerConfigInput): string {
+  const { cluster, node } = input;
+  const config: Record<string, unknown> = {};
+  if (input.joinAddress !== undefined) config.server = `https://${input.joinAddress}:9345`;
+  config.token = input.token;
+  config["node-name"] = node.name;
+  config["node-ip"] = node.ip;
+  config.cni = cluster.cni;
+  config["tls-san"] = [...cluster.tlsSan];
+  config["cluster-cidr"] = cluster.clusterCidr;
+  config["service-cidr"] = cluster.serviceCidr;
+  config["cluster-dns"] = cluster.clusterDnsIp;
+  config["cluster-domain"] = cluster.clusterDomain;
+  if (cluster.kubeProxyMode === "ipvs") config["kube-proxy-arg"] = ["proxy-mode=ipvs"];
+  if (input.kubeletArgs && input.kubeletArgs.length > 0)
+    config["kubelet-arg"] = [...input.kubeletArgs];
+  if (cluster.privateRegistry !== undefined)
+    config["system-default-registry"] = cluster.privateRegistry;
+  config["etcd-snapshot-schedule-cron"] = cluster.etcdSnapshot.scheduleCron;
+  config["etcd-snapshot-retention"] = cluster.etcdSnapshot.retention;
+  config["service-node-port-range"] = cluster.nodePortRange;
+  return YAML.stringify(config);
+}

@@ -1,0 +1,152 @@
+import { Client } from "ssh2";
+import { blobOfKeyLine, fingerprintOfBlob, fingerprintOfKeyLine } from "./host-key";
+
+/** Where and how to reach a host. The private key is a secret and never appears in messages. */
+export interface SshConnection {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  /** Pinned OpenSSH public key line; any other key is refused. */
+  readonly hostKey: string;
+  readonly privateKey: string;
+}
+
+export interface ScriptResult {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface RunScriptOptions {
+  /** Variables set before the script runs, as `NAME='value'` lines. */
+  readonly params?: Readonly<Record<string, string>>;
+  /** Bound for connecting (ms). */
+  readonly connectTimeoutMs?: number;
+  /** Bound for the whole script (ms). */
+  readonly timeoutMs?: number;
+  /** Called with each complete stderr line, for progress in the Pulumi log. */
+  readonly onProgress?: (line: string) => void;
+}
+
+export class SshError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SshError";
+  }
+}
+
+/** Quotes a value for a POSIX shell assignment. */
+export function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * Runs one bash script on a host in one SSH session: the script arrives on stdin, so nothing
+ * of it (or of its parameters) shows in the host's process list or in any log line here.
+ */
+export function runScript(
+  conn: SshConnection,
+  script: string,
+  options: RunScriptOptions = {},
+): Promise<ScriptResult> {
+  const where = `${conn.user}@${conn.host}:${conn.port}`;
+  const expected = blobOfKeyLine(conn.hostKey);
+  let presented: Buffer | undefined;
+  const preamble = Object.entries(options.params ?? {})
+    .map(([name, value]) => `${name}=${shellQuote(value)}`)
+    .join("\n");
+  return new Promise<ScriptResult>((resolve, reject) => {
+    const client = new Client();
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (err: Error | undefined, result?: ScriptResult) => {
+      if (settled) return;
+      settled = true;
+      if (timer) clearTimeout(timer);
+      client.end();
+      if (err) reject(err);
+      else resolve(result!);
+    };
+    client.on("error", (err: Error & { level?: string; code?: string }) => {
+      if (presented && !presented.equals(expected)) {
+        finish(
+          new SshError(
+            `host key of ${where} does not match the pinned key: expected ${fingerprintOfKeyLine(conn.hostKey)}, ` +
+              `presented ${fingerprintOfBlob(presented)}. If the host was rebuilt, verify the new key on its console ` +
+              `and update hostKey in the stack config; otherwise treat this as an attack.`,
+          ),
+        );
+      } else if (err.level === "client-authentication") {
+        finish(
+          new SshError(
+            `permission denied for ${where}: the host refused sshPrivateKey; add its public key to the user's authorized_keys.`,
+          ),
+        );
+      } else if (err.level === "client-timeout") {
+        finish(
+          new SshError(
+            `host ${where} did not answer SSH within ${options.connectTimeoutMs ?? 15000} ms; check that it is up and reachable.`,
+          ),
+        );
+      } else {
+        finish(
+          new SshError(
+            `cannot reach ${where}: ${err.code ?? err.message}; check that the host is up and sshd listens there.`,
+          ),
+        );
+      }
+    });
+    client.on("ready", () => {
+      client.exec("bash -s", (err, stream) => {
+        if (err) return finish(new SshError(`cannot start a shell on ${where}: ${err.message}`));
+        let stdout = "";
+        let stderr = "";
+        let partial = "";
+        stream.on("data", (d: Buffer) => (stdout += d.toString()));
+        stream.stderr.on("data", (d: Buffer) => {
+          const text = d.toString();
+          stderr += text;
+          partial += text;
+          const lines = partial.split("\n");
+          partial = lines.pop() ?? "";
+          for (const line of lines) options.onProgress?.(line);
+        });
+        stream.on("close", (code: number | null, signal?: string) => {
+          if (partial) options.onProgress?.(partial);
+          if (code === null || code === undefined) {
+            finish(
+              new SshError(
+                `the SSH session to ${where} ended before the script finished${signal ? ` (signal ${signal})` : ""}; re-run to converge.`,
+              ),
+            );
+          } else {
+            finish(undefined, { exitCode: code, stdout, stderr });
+          }
+        });
+        stream.end(`${preamble}\n${script}\n`);
+      });
+    });
+    if (options.timeoutMs) {
+      timer = setTimeout(
+        () =>
+          finish(
+            new SshError(
+              `script on ${where} did not finish within ${options.timeoutMs} ms; it is safe to re-run.`,
+            ),
+          ),
+        options.timeoutMs,
+      );
+    }
+    client.connect({
+      host: conn.host,
+      port: conn.port,
+      username: conn.user,
+      privateKey: conn.privateKey,
+      readyTimeout: options.connectTimeoutMs ?? 15000,
+      hostVerifier: (key: Buffer) => {
+        presented = key;
+        return key.equals(expected);
+      },
+    });
+  });
+}

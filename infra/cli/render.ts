@@ -1,0 +1,48 @@
+/**
+ * `npm run render -- --stack <name> --out <dir>`: writes every artifact the stack would put on
+ * hosts and clusters, plus <dir>/index.json listing them. No Pulumi CLI, no network.
+ */
+import * as fs from "fs";
+import * as path from "path";
+import { ConfigValidationError } from "../config/problems";
+import { rawConfigFromStackFile, stackFilePath } from "../config/load";
+import { loadEnvironmentModel } from "../config/validate";
+import { renderArtifacts } from "../render";
+import { parseFlags } from "./args";
+
+function main(argv: readonly string[]): number {
+  const flags = parseFlags(argv, []);
+  const stack = flags.get("stack");
+  const out = flags.get("out");
+  if (!stack || !out) {
+    console.error("usage: npm run render -- --stack <name> --out <dir>");
+    return 2;
+  }
+  const model = loadEnvironmentModel(stack, rawConfigFromStackFile(stackFilePath(stack)), {
+    requireSecrets: false,
+  });
+  const artifacts = renderArtifacts(model);
+  for (const artifact of artifacts) {
+    const file = path.join(out, artifact.path);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, artifact.content, { mode: artifact.mode ?? 0o644 });
+  }
+  const index = artifacts.map(({ kind, target, path: p, cluster }) => ({
+    kind,
+    target,
+    path: p,
+    cluster,
+  }));
+  fs.writeFileSync(path.join(out, "index.json"), JSON.stringify(index, null, 2) + "\n");
+  console.log(`wrote ${artifacts.length} artifacts for stack "${stack}" to ${out}`);
+  return 0;
+}
+
+try {
+  process.exitCode = main(process.argv.slice(2));
+} catch (err) {
+  console.error(
+    err instanceof ConfigValidationError || err instanceof Error ? err.message : String(err),
+  );
+  process.exitCode = 1;
+}

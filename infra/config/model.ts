@@ -1,0 +1,151 @@
+/**
+ * The environment model: everything a stack describes, typed and validated once at load.
+ * Components take pieces of it as arguments; nothing below `infra/` reads `pulumi.Config`.
+ */
+
+/** Roles of nodes in the RKE2 management ("local") cluster. */
+export type ManagementRole = "server" | "agent";
+/** Roles of nodes registered into a Rancher downstream custom cluster. */
+export type DownstreamRole = "etcd" | "controlplane" | "worker";
+export type NodeRole = ManagementRole | DownstreamRole;
+
+export const MANAGEMENT_CLUSTER = "management";
+
+export type Cni = "calico" | "canal" | "cilium" | "flannel";
+export type KubeProxyMode = "ipvs" | "iptables";
+
+/** An SSH endpoint whose host key is pinned: connections to any other key are refused. */
+export interface SshEndpoint {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  /** The host's public key as an OpenSSH line, "ssh-ed25519 AAAA...". */
+  readonly hostKey: string;
+}
+
+export interface NodeSpec {
+  readonly name: string;
+  readonly ip: string;
+  /** "management" or the name of a downstream cluster. */
+  readonly cluster: string;
+  readonly roles: readonly NodeRole[];
+  readonly ssh: SshEndpoint;
+}
+
+export interface EtcdSnapshotSettings {
+  /** Cron schedule, e.g. "0 *\/6 * * *". */
+  readonly scheduleCron: string;
+  readonly retention: number;
+}
+
+/** Settings shared by the management cluster and downstream clusters. */
+export interface ClusterSettings {
+  readonly name: string;
+  /** RKE2 release, e.g. v1.35.6+rke2r1. */
+  readonly version: string;
+  readonly cni: Cni;
+  readonly clusterCidr: string;
+  readonly serviceCidr: string;
+  /** The kube-dns Service address: the 10th address of the service CIDR, as RKE2 assigns it. */
+  readonly clusterDnsIp: string;
+  readonly clusterDomain: string;
+  readonly kubeProxyMode: KubeProxyMode;
+  readonly tlsSan: readonly string[];
+  /** host:port of the private registry, used as system-default-registry. */
+  readonly privateRegistry?: string;
+  readonly etcdSnapshot: EtcdSnapshotSettings;
+  /** "30000-60000". */
+  readonly nodePortRange: string;
+}
+
+export interface LibvirtSettings {
+  readonly ssh: SshEndpoint;
+  readonly network: string;
+  readonly subnet: string;
+  /** hostname -> addresses, each a `<host>` record in the network's dnsmasq. */
+  readonly dnsRecords: Readonly<Record<string, readonly string[]>>;
+  /** When set, the network's DHCP domain is moved to this value (off by default). */
+  readonly dhcpDomain?: string;
+}
+
+export interface DownstreamClusterSpec extends ClusterSettings {
+  /** Opt-in to the insecure registration command (skips CA verification). */
+  readonly insecureRegistration: boolean;
+}
+
+export interface RancherSettings {
+  /** https://<hostname> */
+  readonly url: string;
+  readonly hostname: string;
+  /** PEM of the CA that signed Rancher's certificate (self-signed in the seeds). */
+  readonly caCertificate?: string;
+  readonly downstreamClusters: readonly DownstreamClusterSpec[];
+}
+
+export interface NodeLocalDnsSettings {
+  readonly enabled: boolean;
+  readonly ip: string;
+}
+
+export interface DnsSettings {
+  /** hostname -> addresses answered by the cluster DNS itself. */
+  readonly staticHosts: Readonly<Record<string, readonly string[]>>;
+  /** Search domains inherited from nodes whose names must fail fast with NXDOMAIN ("local"). */
+  readonly neutralizedSearchDomains: readonly string[];
+  readonly nodeLocal: NodeLocalDnsSettings;
+  /** Resolvers the cluster DNS forwards to; each must answer HINFO probes (seed 004). */
+  readonly upstreamResolvers: readonly string[];
+  /** Namespaces that get the DNS-egress NetworkPolicy. */
+  readonly policyNamespaces: readonly string[];
+}
+
+export interface NodePreparationSettings {
+  /** NetworkManager `unmanaged-devices` interface-name patterns. */
+  readonly unmanagedDevices: readonly string[];
+  /** Bring kube-ipvs0 up; kube-proxy keeps it DOWN by design, so this is off by default. */
+  readonly bringUpKubeIpvs: boolean;
+}
+
+/** Which parts this stack converges; a lab without Kubernetes turns the cluster parts off. */
+export interface DeploySelection {
+  readonly libvirtDnsRecords: boolean;
+  readonly nodePreparation: boolean;
+  readonly rke2Servers: boolean;
+  readonly clusterDns: boolean;
+  readonly rancherClusters: boolean;
+}
+
+export interface EnvironmentModel {
+  readonly stack: string;
+  readonly deploy: DeploySelection;
+  readonly libvirt: LibvirtSettings;
+  readonly nodes: readonly NodeSpec[];
+  readonly management: ClusterSettings;
+  readonly rancher?: RancherSettings;
+  readonly dns: DnsSettings;
+  readonly nodePreparation: NodePreparationSettings;
+}
+
+/** Names of the stack config keys that must hold Pulumi secrets. */
+export const SECRET_KEYS = ["sshPrivateKey", "rke2Token", "rancherToken"] as const;
+export type SecretKey = (typeof SECRET_KEYS)[number];
+
+/** The default NetworkManager unmanaged list: the seed's devices plus RKE2's documented ones. */
+export const DEFAULT_UNMANAGED_DEVICES: readonly string[] = [
+  "kube-ipvs0",
+  "cali*",
+  "vxlan.calico",
+  "vxlan-v6.calico",
+  "tunl*",
+  "flannel*",
+  "wireguard.cali",
+  "wg-v6.cali",
+];
+
+export function serversOf(model: EnvironmentModel): NodeSpec[] {
+  return model.nodes.filter((n) => n.cluster === MANAGEMENT_CLUSTER && n.roles.includes("server"));
+}
+
+export function nodesOfCluster(model: EnvironmentModel, cluster: string): NodeSpec[] {
+  return model.nodes.filter((n) => n.cluster === cluster);
+}

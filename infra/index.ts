@@ -1,0 +1,18 @@
+/** The Pulumi program: load and validate the stack config once, then declare the estate. */
+import * as pulumi from "@pulumi/pulumi";
+import { rawConfigFromPulumi, secretsFromPulumi } from "./config/load";
+import { ConfigValidationError } from "./config/problems";
+import { validateEnvironment } from "./config/validate";
+import { deployEnvironment } from "./program";
+
+const stack = pulumi.getStack();
+const { model, problems } = validateEnvironment(stack, rawConfigFromPulumi(), {
+  requireSecrets: true,
+});
+if (!model) {
+  throw new pulumi.RunError(new ConfigValidationError(stack, problems).message);
+}
+const estate = deployEnvironment(model, secretsFromPulumi());
+
+export const libvirtDnsRecords = estate.libvirtDnsRecords;
+export const preparedNodes = estate.preparedNodes;

@@ -1,0 +1,108 @@
+import * as pulumi from "@pulumi/pulumi";
+
+/** A resource the program registered, with what policies and component tests look at. */
+export interface RecordedResource {
+  readonly urn: string;
+  readonly type: string;
+  readonly name: string;
+  readonly custom: boolean;
+  readonly parent: string;
+  readonly inputs: Record<string, unknown>;
+  /** URNs from `dependsOn` and from inputs that are outputs of other resources. */
+  readonly dependencies: readonly string[];
+  readonly propertyDependencies: Readonly<Record<string, readonly string[]>>;
+  readonly protect: boolean;
+  readonly retainOnDelete: boolean;
+  readonly ignoreChanges: readonly string[];
+  readonly provider: string;
+}
+
+interface RegisterRequest {
+  getType(): string;
+  getName(): string;
+  getParent(): string;
+  getCustom(): boolean;
+  getDependenciesList(): string[];
+  getPropertydependenciesMap(): {
+    forEach(cb: (value: { getUrnsList(): string[] }, key: string) => void): void;
+  };
+  getProtect(): boolean;
+  getRetainondelete?(): boolean;
+  getIgnorechangesList(): string[];
+  getProvider(): string;
+}
+
+interface Monitor {
+  registerResource(
+    req: RegisterRequest,
+    callback: (err: unknown, resp?: { getUrn(): string }) => void,
+  ): void;
+}
+
+interface SettingsInternals {
+  waitForRPCs(): Promise<void>;
+}
+
+/**
+ * Runs a Pulumi program under the SDK's mock monitor and returns everything it registered,
+ * including dependencies, which `pulumi.runtime.Mocks` alone does not expose. Custom resources
+ * get their inputs back as outputs, as a preview would show them.
+ */
+export async function recordProgram(
+  project: string,
+  stack: string,
+  program: () => void,
+  outputsFor: (
+    type: string,
+    name: string,
+    inputs: Record<string, unknown>,
+  ) => Record<string, unknown> = (_t, _n, inputs) => inputs,
+): Promise<RecordedResource[]> {
+  const inputsByKey = new Map<string, Record<string, unknown>>();
+  await pulumi.runtime.setMocks(
+    {
+      newResource: (args) => {
+        inputsByKey.set(`${args.type}::${args.name}`, args.inputs as Record<string, unknown>);
+        return { id: `${args.name}-id`, state: outputsFor(args.type, args.name, args.inputs) };
+      },
+      call: (args) => args.inputs,
+    },
+    project,
+    stack,
+    true,
+  );
+  const monitor = pulumi.runtime.getMonitor() as unknown as Monitor;
+  const recorded: RecordedResource[] = [];
+  const register = monitor.registerResource.bind(monitor);
+  monitor.registerResource = (req, callback) => {
+    register(req, (err, resp) => {
+      if (!err && resp) {
+        const propertyDependencies: Record<string, string[]> = {};
+        req.getPropertydependenciesMap().forEach((value, key) => {
+          propertyDependencies[key] = value.getUrnsList();
+        });
+        recorded.push({
+          urn: resp.getUrn(),
+          type: req.getType(),
+          name: req.getName(),
+          custom: req.getCustom(),
+          parent: req.getParent(),
+          inputs: inputsByKey.get(`${req.getType()}::${req.getName()}`) ?? {},
+          dependencies: req.getDependenciesList(),
+          propertyDependencies,
+          protect: req.getProtect(),
+          retainOnDelete: req.getRetainondelete?.() ?? false,
+          ignoreChanges: req.getIgnorechangesList(),
+          provider: req.getProvider(),
+        });
+      }
+      callback(err, resp);
+    });
+  };
+  program();
+  // The SDK's own internal drain: resolves once every registration RPC has completed.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const settings = require("@pulumi/pulumi/runtime/settings") as SettingsInternals;
+  await settings.waitForRPCs();
+  return recorded;
+}

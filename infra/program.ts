@@ -1,0 +1,52 @@
+import * as pulumi from "@pulumi/pulumi";
+import { LibvirtDnsRecords } from "../components/libvirt-dns";
+import { NodePreparation } from "../components/node-preparation";
+import { EnvironmentModel } from "./config/model";
+import { EnvironmentSecrets } from "./config/load";
+
+export interface EnvironmentOutputs {
+  readonly libvirtDnsRecords?: pulumi.Output<unknown>;
+  readonly preparedNodes: Record<string, pulumi.Output<boolean>>;
+}
+
+/**
+ * Declares the estate for one validated model. Order of operations, as dependencies:
+ *   1. libvirt DNS records and node preparation (independent, nodes in parallel);
+ *   2. RKE2 servers, one at a time, each after its node's preparation;
+ *   3. cluster DNS and Rancher downstream clusters.
+ */
+export function deployEnvironment(
+  model: EnvironmentModel,
+  secrets: EnvironmentSecrets,
+): EnvironmentOutputs {
+  const sshPrivateKey = secrets.sshPrivateKey ?? pulumi.secret("");
+  const outputs: {
+    libvirtDnsRecords?: pulumi.Output<unknown>;
+    preparedNodes: Record<string, pulumi.Output<boolean>>;
+  } = {
+    preparedNodes: {},
+  };
+
+  if (model.deploy.libvirtDnsRecords) {
+    const records = new LibvirtDnsRecords("libvirt-dns", {
+      ssh: model.libvirt.ssh,
+      sshPrivateKey,
+      network: model.libvirt.network,
+      records: model.libvirt.dnsRecords,
+    });
+    outputs.libvirtDnsRecords = records.records;
+  }
+
+  if (model.deploy.nodePreparation) {
+    for (const node of model.nodes) {
+      const prepared = new NodePreparation(`prepare-${node.name}`, {
+        node,
+        sshPrivateKey,
+        unmanagedDevices: model.nodePreparation.unmanagedDevices,
+        bringUpKubeIpvs: model.nodePreparation.bringUpKubeIpvs,
+      });
+      outputs.preparedNodes[node.name] = prepared.firewallReady;
+    }
+  }
+  return outputs;
+}

@@ -1,0 +1,121 @@
+import { renderChartCorefile, renderChartNodeLocalCorefile } from "../components/cluster-dns/chart";
+import {
+  dnsEgressNetworkPolicyObject,
+  helmChartConfigObject,
+  renderManifest,
+} from "../components/cluster-dns/manifests";
+import {
+  clusterDnsChartValues,
+  dnsKubeletArgs,
+  renderChartValuesYaml,
+} from "../components/cluster-dns/values";
+import { dnsHostRecords, renderDnsHostXml } from "../components/libvirt-dns/render";
+import { renderRke2ServerConfig } from "../components/rke2-cluster/config";
+import { ClusterSettings, EnvironmentModel, serversOf } from "./config/model";
+
+export type ArtifactKind =
+  | "libvirt-dns-host-xml"
+  | "rke2-server-config"
+  | "coredns-chart-values"
+  | "coredns-corefile"
+  | "nodelocal-corefile"
+  | "helmchartconfig"
+  | "networkpolicy";
+
+/** One file the stack puts on a host or into a cluster, as `render` writes it for review. */
+export interface Artifact {
+  readonly kind: ArtifactKind;
+  /** Host, network or cluster the artifact goes to. */
+  readonly target: string;
+  /** Path below the output directory. */
+  readonly path: string;
+  /** The cluster it belongs to, where it belongs to one. */
+  readonly cluster?: string;
+  readonly content: string;
+  readonly mode?: number;
+}
+
+/** Stands where a secret goes; `render` output is for review and never holds secrets. */
+export const REDACTED = "<redacted: Pulumi secret>";
+
+export function renderArtifacts(model: EnvironmentModel): Artifact[] {
+  const artifacts: Artifact[] = [];
+  const { libvirt } = model;
+  artifacts.push({
+    kind: "libvirt-dns-host-xml",
+    target: `${libvirt.ssh.host} network ${libvirt.network}`,
+    path: "libvirt/dns-hosts.xml",
+    content: dnsHostRecords(libvirt.dnsRecords).map(renderDnsHostXml).join("\n") + "\n",
+  });
+
+  const servers = serversOf(model);
+  servers.forEach((node, i) => {
+    artifacts.push({
+      kind: "rke2-server-config",
+      target: node.name,
+      cluster: model.management.name,
+      path: `rke2/${node.name}/config.yaml`,
+      content: renderRke2ServerConfig({
+        cluster: model.management,
+        node,
+        joinAddress: i === 0 ? undefined : servers[0].ip,
+        token: REDACTED,
+        kubeletArgs: dnsKubeletArgs(model.dns, model.management),
+      }),
+      mode: 0o600,
+    });
+  });
+
+  const clusters: ClusterSettings[] = [
+    model.management,
+    ...(model.rancher?.downstreamClusters ?? []),
+  ];
+  for (const cluster of clusters) {
+    artifacts.push(...clusterDnsArtifacts(model, cluster));
+  }
+  return artifacts;
+}
+
+function clusterDnsArtifacts(model: EnvironmentModel, cluster: ClusterSettings): Artifact[] {
+  const values = clusterDnsChartValues(model.dns, cluster);
+  const globals = { clusterDnsIp: cluster.clusterDnsIp, clusterDomain: cluster.clusterDomain };
+  const dir = `dns/${cluster.name}`;
+  const common = { target: cluster.name, cluster: cluster.name };
+  const artifacts: Artifact[] = [
+    {
+      ...common,
+      kind: "coredns-chart-values",
+      path: `${dir}/coredns-values.yaml`,
+      content: renderChartValuesYaml(values),
+    },
+    {
+      ...common,
+      kind: "coredns-corefile",
+      path: `${dir}/Corefile`,
+      content: renderChartCorefile(values, globals) + "\n",
+    },
+    {
+      ...common,
+      kind: "helmchartconfig",
+      path: `${dir}/helmchartconfig-rke2-coredns.yaml`,
+      content: renderManifest(helmChartConfigObject(values)),
+    },
+  ];
+  if (values.nodelocal?.enabled) {
+    artifacts.push({
+      ...common,
+      kind: "nodelocal-corefile",
+      path: `${dir}/Corefile.nodelocal`,
+      content: renderChartNodeLocalCorefile(values.nodelocal, globals),
+    });
+  }
+  for (const namespace of model.dns.policyNamespaces) {
+    artifacts.push({
+      ...common,
+      kind: "networkpolicy",
+      path: `${dir}/networkpolicy-${namespace}.yaml`,
+      content: renderManifest(dnsEgressNetworkPolicyObject(namespace, model.dns, cluster)),
+    });
+  }
+  return artifacts;
+}

@@ -1,0 +1,140 @@
+/**
+ * Evaluates the pack's policies on recorded resources without the Pulumi engine, for `verify`
+ * and the policy tests. It builds the same argument shapes the policy SDK hands to policies.
+ */
+import {
+  EnforcementLevel,
+  Policy,
+  PolicyResource,
+  ResourceValidationArgs,
+  ResourceValidationPolicy,
+  StackValidationPolicy,
+} from "@pulumi/policy";
+import type { RecordedResource } from "../infra/mock-runtime";
+
+export interface Violation {
+  readonly policy: string;
+  readonly level: EnforcementLevel;
+  /** URN of the resource the violation is about, when there is one. */
+  readonly resource?: string;
+  readonly message: string;
+}
+
+class NotApplicable extends Error {}
+
+const notApplicable = (reason?: string): never => {
+  throw new NotApplicable(reason);
+};
+
+function policyOptions(r: RecordedResource, parent?: string) {
+  return {
+    protect: r.protect,
+    ignoreChanges: [...r.ignoreChanges],
+    aliases: [],
+    customTimeouts: { createSeconds: 0, updateSeconds: 0, deleteSeconds: 0 },
+    additionalSecretOutputs: [],
+    parent,
+  };
+}
+
+/** Props as policies see them: inputs without the dynamic provider's serialized code. */
+function propsOf(r: RecordedResource): Record<string, unknown> {
+  const { __provider: _provider, ...props } = r.inputs;
+  return props;
+}
+
+export function resourceArgs(r: RecordedResource): ResourceValidationArgs {
+  return {
+    type: r.type,
+    props: propsOf(r),
+    urn: r.urn,
+    name: r.name,
+    opts: policyOptions(r, r.parent || undefined),
+    stackTags: new Map(),
+    isType: () => false,
+    asType: () => undefined,
+    getConfig: <T extends object>() => ({}) as T,
+    notApplicable,
+  };
+}
+
+export function stackResources(resources: readonly RecordedResource[]): PolicyResource[] {
+  const byUrn = new Map<string, PolicyResource>();
+  for (const r of resources) {
+    byUrn.set(r.urn, {
+      type: r.type,
+      props: propsOf(r),
+      urn: r.urn,
+      name: r.name,
+      opts: policyOptions(r, r.parent || undefined),
+      dependencies: [],
+      propertyDependencies: {},
+      isType: () => false,
+      asType: () => undefined,
+    });
+  }
+  for (const r of resources) {
+    const pr = byUrn.get(r.urn)!;
+    pr.parent = r.parent ? byUrn.get(r.parent) : undefined;
+    pr.dependencies = r.dependencies
+      .map((u) => byUrn.get(u))
+      .filter((x): x is PolicyResource => x !== undefined);
+    for (const [prop, urns] of Object.entries(r.propertyDependencies)) {
+      pr.propertyDependencies[prop] = urns
+        .map((u) => byUrn.get(u))
+        .filter((x): x is PolicyResource => x !== undefined);
+    }
+  }
+  return [...byUrn.values()];
+}
+
+function levelOf(policy: Policy): EnforcementLevel {
+  return policy.enforcementLevel ?? "advisory";
+}
+
+export async function evaluatePolicies(
+  policies: readonly Policy[],
+  resources: readonly RecordedResource[],
+): Promise<Violation[]> {
+  const violations: Violation[] = [];
+  const stack = stackResources(resources);
+  for (const policy of policies) {
+    const level = levelOf(policy);
+    if (level === "disabled") continue;
+    const report = (resource?: string) => (message: string, urn?: string) =>
+      violations.push({ policy: policy.name, level, resource: urn ?? resource, message });
+    try {
+      if ("validateResource" in policy && policy.validateResource) {
+        const validators = ([] as unknown[]).concat(
+          (policy as ResourceValidationPolicy).validateResource,
+        );
+        for (const r of resources) {
+          for (const validate of validators as ((
+            a: ResourceValidationArgs,
+            rep: (m: string, u?: string) => void,
+          ) => void | Promise<void>)[]) {
+            try {
+              await validate(resourceArgs(r), report(r.urn));
+            } catch (err) {
+              if (!(err instanceof NotApplicable)) throw err;
+            }
+          }
+        }
+      }
+      if ("validateStack" in policy && policy.validateStack) {
+        await (policy as StackValidationPolicy).validateStack!(
+          {
+            resources: stack,
+            stackTags: new Map(),
+            getConfig: <T extends object>() => ({}) as T,
+            notApplicable,
+          },
+          report(undefined),
+        );
+      }
+    } catch (err) {
+      if (!(err instanceof NotApplicable)) throw err;
+    }
+  }
+  return violations;
+}

@@ -1,0 +1,120 @@
+/**
+ * Prepares the lab's cluster DNS from what `render` wrote for the stack. Stand-in: the lab has no
+ * Kubernetes API, so the CoreDNS `kubernetes` plugin is replaced by a `file` plugin serving a
+ * few `*.<cluster domain>` names from a zone file; every other line of the rendered Corefile is kept.
+ *
+ *   node bin/test/lab/dns-standin.js --stack local --render <dir> --out <dir> [--mode stack|default]
+ *
+ * `--mode default` uses the chart's default Corefile instead: the estate as found, before any fix.
+ * Prints shell assignments (CLUSTER_DNS_IP=...) for the lab script.
+ */
+import * as fs from "fs";
+import * as path from "path";
+import {
+  renderChartCorefile,
+  substituteNodeLocalPlaceholders,
+} from "../../components/cluster-dns/chart";
+import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
+import { ClusterSettings } from "../../infra/config/model";
+import { loadEnvironmentModel } from "../../infra/config/validate";
+import { parseFlags } from "../../infra/cli/args";
+
+/** Address at which the lab's CoreDNS answers on the bridge: the "kube-dns-upstream" service. */
+export const COREDNS_UPSTREAM_ADDRESS = "192.168.122.253";
+
+/**
+ * Replaces each `kubernetes` plugin (with its block) by a `file` plugin serving a zone file for
+ * the cluster domain: authoritative answers for a few services, NXDOMAIN for the rest, as the
+ * kubernetes plugin gives.
+ */
+export function replaceKubernetesPlugin(
+  corefile: string,
+  clusterDomain: string,
+  zoneFile: string,
+): string {
+  return corefile.replace(
+    /^(\s*)kubernetes\b[^\n{]*(\{[^}]*\})?/gm,
+    (_m, indent: string) => `${indent}file ${zoneFile} ${clusterDomain}`,
+  );
+}
+
+/** Addresses the stand-in serves: kubernetes and kube-dns, as in every cluster, and one app service. */
+export function clusterServices(cluster: ClusterSettings): Record<string, string> {
+  const base = cluster.serviceCidr.split("/")[0].split(".").slice(0, 2).join(".");
+  return {
+    "kubernetes.default.svc": `${base}.0.1`,
+    "kube-dns.kube-system.svc": cluster.clusterDnsIp,
+    "my-svc.default.svc": `${base}.12.34`,
+  };
+}
+
+export function clusterZoneFile(cluster: ClusterSettings): string {
+  const d = cluster.clusterDomain;
+  return [
+    `$ORIGIN ${d}.`,
+    `@ 30 IN SOA ns.dns.${d}. hostmaster.${d}. 1 7200 1800 86400 5`,
+    `@ 30 IN NS ns.dns.${d}.`,
+    `ns.dns 30 IN A ${cluster.clusterDnsIp}`,
+    ...Object.entries(clusterServices(cluster)).map(([name, ip]) => `${name} 5 IN A ${ip}`),
+  ].join("\n");
+}
+
+interface IndexEntry {
+  kind: string;
+  path: string;
+  cluster?: string;
+}
+
+function main(argv: readonly string[]): void {
+  const flags = parseFlags(argv, []);
+  const stack = flags.get("stack") ?? "local";
+  const renderDir = flags.get("render");
+  const out = flags.get("out");
+  const mode = flags.get("mode") ?? "stack";
+  if (!renderDir || !out)
+    throw new Error(
+      "usage: dns-standin --stack <s> --render <dir> --out <dir> [--mode stack|default]",
+    );
+  const model = loadEnvironmentModel(stack, rawConfigFromStackFile(stackFilePath(stack)), {
+    requireSecrets: false,
+  });
+  // Seed 000 happened in the downstream cluster; the lab's pods live there when there is one.
+  const cluster = model.rancher?.downstreamClusters[0] ?? model.management;
+  const index = JSON.parse(
+    fs.readFileSync(path.join(renderDir, "index.json"), "utf8"),
+  ) as IndexEntry[];
+  const file = (kind: string) => index.find((e) => e.kind === kind && e.cluster === cluster.name);
+
+  fs.mkdirSync(out, { recursive: true });
+  const zoneFile = path.join(out, "cluster.zone");
+  fs.writeFileSync(zoneFile, clusterZoneFile(cluster) + "\n");
+  const globals = { clusterDnsIp: cluster.clusterDnsIp, clusterDomain: cluster.clusterDomain };
+  const rendered =
+    mode === "default"
+      ? renderChartCorefile({}, globals)
+      : fs.readFileSync(path.join(renderDir, file("coredns-corefile")!.path), "utf8");
+  fs.writeFileSync(
+    path.join(out, "Corefile"),
+    replaceKubernetesPlugin(rendered, cluster.clusterDomain, zoneFile) + "\n",
+  );
+
+  const nodeLocal = mode === "stack" ? file("nodelocal-corefile") : undefined;
+  if (nodeLocal) {
+    const text = substituteNodeLocalPlaceholders(
+      fs.readFileSync(path.join(renderDir, nodeLocal.path), "utf8"),
+      {
+        upstreamServers: "/etc/resolv.conf",
+        clusterDnsUpstream: COREDNS_UPSTREAM_ADDRESS,
+      },
+    );
+    fs.writeFileSync(path.join(out, "Corefile.nodelocal"), text);
+  }
+  console.log(`CLUSTER_NAME=${cluster.name}`);
+  console.log(`CLUSTER_DNS_IP=${cluster.clusterDnsIp}`);
+  console.log(`CLUSTER_DOMAIN=${cluster.clusterDomain}`);
+  console.log(`NODELOCAL_ENABLED=${nodeLocal ? "true" : "false"}`);
+  console.log(`NODELOCAL_IP=${model.dns.nodeLocal.ip}`);
+  console.log(`NODELOCAL_IPVS=${cluster.kubeProxyMode === "ipvs"}`);
+}
+
+if (require.main === module) main(process.argv.slice(2));
