@@ -32,6 +32,7 @@ export function deployEnvironment(
       ssh: model.libvirt.ssh,
       sshPrivateKey,
       network: model.libvirt.network,
+      subnet: model.libvirt.subnet,
       records: model.libvirt.dnsRecords,
     });
     outputs.libvirtDnsRecords = records.records;

@@ -45,5 +45,5 @@ export function dnsEgressNetworkPolicyObject(
 }
 
 export function renderManifest(object: Record<string, unknown>): string {
-  return YAML.stringify(object);
+  return YAML.stringify(object, { aliasDuplicateObjects: false });
 }

@@ -111,5 +111,5 @@ function pluginOf(server: CorednsServer, name: string): CorednsPlugin {
 
 /** The values as the YAML text a HelmChartConfig's valuesContent or Rancher's chartValues carry. */
 export function renderChartValuesYaml(values: CorednsChartValues): string {
-  return YAML.stringify(values);
+  return YAML.stringify(values, { aliasDuplicateObjects: false });
 }

@@ -16,6 +16,8 @@ export interface LibvirtDnsRecordsArgs {
   readonly sshPrivateKey: pulumi.Input<string>;
   /** libvirt network name, e.g. `default`. */
   readonly network: string;
+  /** The network's subnet, e.g. 192.168.122.0/24; recorded so policies can check record IPs. */
+  readonly subnet: string;
   /** hostname -> IPs. Several records may share a hostname (the Rancher name on three servers). */
   readonly records: Readonly<Record<string, readonly string[]>>;
 }
@@ -52,10 +54,12 @@ export class LibvirtDnsRecords extends pulumi.ComponentResource {
       },
       sshPrivateKey: pulumi.secret(args.sshPrivateKey),
       network: args.network,
+      subnet: args.subnet,
       records: dnsHostRecords(args.records),
       script: componentFile(__dirname, "network.sh"),
       unmanagedRecords: undefined,
       domain: undefined,
+      lastChanges: undefined,
     };
     const state = new DnsHostRecordsResource(`${name}-hosts`, inputs, {
       parent: this,

@@ -20,6 +20,7 @@ export interface LibvirtDnsState {
   readonly connection: SshTarget;
   readonly sshPrivateKey: string;
   readonly network: string;
+  readonly subnet: string;
   /** Records this resource owns (by IP), as desired on input and as found on output. */
   readonly records: readonly xml.DnsHostRecord[];
   /** Records on the network that this resource does not own; left alone. */
@@ -28,6 +29,8 @@ export interface LibvirtDnsState {
   readonly domain?: string;
   /** Script text run on the KVM host. */
   readonly script: string;
+  /** What the last create or update changed on the network, line by line. */
+  readonly lastChanges?: readonly string[];
 }
 
 async function runNetworkScript(
@@ -65,7 +68,9 @@ async function converge(
   desired: LibvirtDnsState,
   owned: ReadonlySet<string>,
 ): Promise<LibvirtDnsState> {
-  const actual = xml.parseDnsHosts(await runNetworkScript(desired, { ACTION: "read" }));
+  // Read first, so an unchanged network gets no net-update at all.
+  const before = await runNetworkScript(desired, { ACTION: "read" });
+  const actual = xml.parseDnsHosts(before);
   const wanted = new Map(desired.records.map((r) => [r.ip, r]));
   const deletes = actual
     .filter((r) => owned.has(r.ip) && !(wanted.has(r.ip) && xml.sameRecord(r, wanted.get(r.ip)!)))
@@ -73,14 +78,18 @@ async function converge(
   const adds = desired.records.filter((r) => !actual.some((a) => xml.sameRecord(a, r)));
   const allOwned = new Set([...owned, ...wanted.keys()]);
   if (deletes.length === 0 && adds.length === 0) {
-    return observe(desired, await runNetworkScript(desired, { ACTION: "read" }), allOwned);
+    return { ...observe(desired, before, allOwned), lastChanges: [] };
   }
   const after = await runNetworkScript(desired, {
     ACTION: "apply",
     DELETE: deletes.join("\n"),
     ADD: adds.map(xml.renderDnsHostXml).join("\n"),
   });
-  return observe(desired, after, allOwned);
+  const lastChanges = [
+    ...deletes.map((ip) => `removed dns-host ${ip}`),
+    ...adds.map((r) => `added dns-host ${r.ip} ${r.hostnames.join(",")}`),
+  ];
+  return { ...observe(desired, after, allOwned), lastChanges };
 }
 
 function ipsOf(records: readonly xml.DnsHostRecord[]): Set<string> {

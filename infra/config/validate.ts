@@ -73,7 +73,7 @@ export function validateEnvironment(
   const deploy = readDeploy(r, v.deploy);
 
   checkNetworks(r, libvirt, clusters, rancher);
-  checkServers(r, nodes, management);
+  checkServers(r, nodes, management, Array.isArray(v.nodes) && nodes.length === v.nodes.length);
   checkDownstreamMembership(r, nodes, rancher);
   checkDnsAgainstNetworks(r, dns, libvirt, clusters, nodes);
   checkSecrets(r, raw, options, nodes, rancher);
@@ -155,6 +155,7 @@ function readSsh(
   if (host === undefined) {
     r.problem(`${path}.host`, `is missing; set the SSH address of ${who}.`);
   }
+  if (host === "") return undefined;
   if (hostKey === undefined) {
     if (o.hostKey === undefined) {
       r.problem(
@@ -376,7 +377,9 @@ function readNodes(r: ConfigReader, value: unknown, clusters: ClusterSettings[])
       );
     }
     const roles = readRoles(r, o, path, cluster);
-    const ssh = readSsh(r, o.ssh, `${path}.ssh`, ip, `node ${name ?? path}`);
+    // An invalid ip is reported above; do not also report the SSH host it would have given.
+    const sshDefault = ip ?? (o.ip === undefined ? undefined : "");
+    const ssh = readSsh(r, o.ssh, `${path}.ssh`, sshDefault, `node ${name ?? path}`);
     if (name && ip && ssh && roles) nodes.push({ name, ip, cluster, roles, ssh });
   });
   return nodes;
@@ -544,7 +547,14 @@ function checkNetworks(
   void rancher;
 }
 
-function checkServers(r: ConfigReader, nodes: NodeSpec[], management: ClusterSettings): void {
+function checkServers(
+  r: ConfigReader,
+  nodes: NodeSpec[],
+  management: ClusterSettings,
+  allNodesRead: boolean,
+): void {
+  // Counting is only meaningful when every entry was read; a broken entry is reported on its own.
+  if (!allNodesRead) return;
   const servers = nodes.filter(
     (n) => n.cluster === MANAGEMENT_CLUSTER && n.roles.includes("server"),
   );
@@ -618,11 +628,15 @@ function checkDnsAgainstNetworks(
     );
   }
   dns.neutralizedSearchDomains.forEach((domain, i) => {
-    const cluster = clusters.find((c) => c.clusterDomain === domain);
+    // A domain at or under the cluster domain is a longer zone than it: CoreDNS would route
+    // service names there and answer NXDOMAIN for them.
+    const cluster = clusters.find(
+      (c) => c.clusterDomain === domain || domain.endsWith(`.${c.clusterDomain}`),
+    );
     if (cluster) {
       r.problem(
         `dns.neutralizedSearchDomains[${i}]`,
-        `"${domain}" is the cluster domain of ${cluster.name}; neutralising it would answer NXDOMAIN for every service.`,
+        `"${domain}" lies within the cluster domain ${cluster.clusterDomain} of ${cluster.name}; neutralising it would answer NXDOMAIN for services.`,
       );
     }
   });

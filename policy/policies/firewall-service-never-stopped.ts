@@ -1,0 +1,35 @@
+import { ResourceValidationPolicy } from "@pulumi/policy";
+import { NODE_PREPARATION_TYPE, REMOTE_COMMAND_TYPE } from "./resource-types";
+
+/** `systemctl stop iptables`, `disable --now ip6tables`, `restart iptables`, with any unit suffix. */
+const STOPS_FIREWALL =
+  /systemctl\s+(?:[^;&|\n]*\s)?(stop|restart|try-restart|reload-or-restart|disable\s+--now|mask\s+--now|--now\s+(disable|mask))\b[^;&|\n]*\bip6?tables(\.service)?\b/;
+
+function commandTexts(type: string, props: Record<string, unknown>): string[] {
+  if (type === NODE_PREPARATION_TYPE) return [String(props.script ?? "")];
+  if (type === REMOTE_COMMAND_TYPE) {
+    return ["create", "update", "delete"]
+      .map((k) => props[k])
+      .filter((v): v is string => typeof v === "string");
+  }
+  return [];
+}
+
+export const firewallServiceNeverStopped: ResourceValidationPolicy = {
+  name: "firewall-service-never-stopped",
+  description:
+    "Node scripts and remote commands disable iptables.service and ip6tables.service but never stop or restart them.",
+  enforcementLevel: "mandatory",
+  validateResource: (args, reportViolation) => {
+    for (const text of commandTexts(args.type, args.props)) {
+      const lines = text.split("\n").filter((line) => !line.trim().startsWith("#"));
+      const hit = lines.find((line) => STOPS_FIREWALL.test(line));
+      if (hit) {
+        reportViolation(
+          `"${hit.trim()}" stops the iptables service, whose stop action flushes every rule on the node, ` +
+            "including kube-proxy's and Calico's (seed 003); use `systemctl disable` without --now.",
+        );
+      }
+    }
+  },
+};

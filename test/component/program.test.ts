@@ -1,0 +1,92 @@
+import * as assert from "assert/strict";
+import * as pulumi from "@pulumi/pulumi";
+import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
+import { EnvironmentModel } from "../../infra/config/model";
+import { loadEnvironmentModel } from "../../infra/config/validate";
+import { recordProgram, RecordedResource } from "../../infra/mock-runtime";
+import { deployEnvironment } from "../../infra/program";
+
+/** The SDK's marker for a secret value in serialized properties. */
+const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
+
+function isSecret(value: unknown): boolean {
+  return typeof value === "object" && value !== null && Object.values(value).includes(SECRET_SIG);
+}
+
+function labModel(): EnvironmentModel {
+  return loadEnvironmentModel("lab", rawConfigFromStackFile(stackFilePath("lab")), {
+    requireSecrets: false,
+  });
+}
+
+async function record(model: EnvironmentModel): Promise<RecordedResource[]> {
+  return recordProgram("rke2-remediation", model.stack, () =>
+    deployEnvironment(model, {
+      sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
+    }),
+  );
+}
+
+describe("program (Pulumi mocks)", function () {
+  this.timeout(60000);
+  let resources: RecordedResource[];
+  const model = labModel();
+
+  before(async () => {
+    resources = await record(model);
+  });
+
+  const ofType = (type: string) => resources.filter((r) => r.type === type);
+
+  it("declares the libvirt DNS records with the seed's three ai-ear.cn addresses", () => {
+    const [records] = ofType("pulumi-nodejs:dynamic/libvirt:DnsHostRecords");
+    assert.ok(records, "no libvirt DNS records resource");
+    assert.deepEqual(records.inputs.records, [
+      { ip: "192.168.122.20", hostnames: ["ai-ear.cn"] },
+      { ip: "192.168.122.21", hostnames: ["ai-ear.cn"] },
+      { ip: "192.168.122.22", hostnames: ["ai-ear.cn"] },
+    ]);
+    assert.equal(records.inputs.network, "default");
+    assert.match(records.parent, /rke2remediation:libvirt:DnsRecords::libvirt-dns$/);
+  });
+
+  it("prepares every node, each with its own pinned host key", () => {
+    const prepared = ofType("pulumi-nodejs:dynamic/node:Preparation");
+    assert.deepEqual(
+      prepared.map((r) => r.inputs.node),
+      model.nodes.map((n) => n.name),
+    );
+    for (const r of prepared) {
+      const node = model.nodes.find((n) => n.name === r.inputs.node)!;
+      assert.deepEqual(r.inputs.connection, {
+        host: node.ip,
+        port: 22,
+        user: "root",
+        hostKey: node.ssh.hostKey,
+      });
+      assert.equal(r.inputs.rejectRulesAbsent, true);
+      assert.match(String(r.inputs.networkManagerConfig), /interface-name:kube-ipvs0/);
+    }
+  });
+
+  it("passes the SSH private key only as a secret", () => {
+    const sshResources = resources.filter((r) => r.custom && "sshPrivateKey" in r.inputs);
+    assert.ok(sshResources.length >= 6);
+    for (const r of sshResources)
+      assert.ok(isSecret(r.inputs.sshPrivateKey), `${r.name} holds the key in plain text`);
+  });
+
+  it("leaves kube-ipvs0 down unless the stack asks otherwise", () => {
+    for (const r of ofType("pulumi-nodejs:dynamic/node:Preparation"))
+      assert.equal(r.inputs.bringUpKubeIpvs, false);
+  });
+
+  it("creates nothing for parts the stack turns off", async () => {
+    const off = {
+      ...model,
+      deploy: { ...model.deploy, libvirtDnsRecords: false, nodePreparation: false },
+    };
+    const none = await record(off);
+    assert.equal(none.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic/")).length, 0);
+  });
+});

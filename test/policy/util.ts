@@ -1,0 +1,58 @@
+import * as assert from "assert/strict";
+import { Policy } from "@pulumi/policy";
+import { evaluatePolicies, Violation } from "../../policy/evaluate";
+import { RecordedResource } from "../../infra/mock-runtime";
+
+/** A recorded resource of the given type with the given props, for one policy case. */
+export function resource(
+  type: string,
+  props: Record<string, unknown>,
+  name = "subject",
+): RecordedResource {
+  return {
+    urn: `urn:pulumi:test::rke2-remediation::${type}::${name}`,
+    type,
+    name,
+    custom: true,
+    parent: "",
+    inputs: props,
+    dependencies: [],
+    propertyDependencies: {},
+    protect: false,
+    retainOnDelete: false,
+    ignoreChanges: [],
+    provider: "",
+  };
+}
+
+export async function violationsOf(
+  policy: Policy,
+  resources: RecordedResource[],
+): Promise<Violation[]> {
+  return evaluatePolicies([policy], resources);
+}
+
+export async function assertViolation(
+  policy: Policy,
+  resources: RecordedResource[],
+  pattern: RegExp,
+): Promise<void> {
+  const violations = await violationsOf(policy, resources);
+  assert.ok(
+    violations.some((v) => pattern.test(v.message)),
+    `expected a ${policy.name} violation matching ${pattern}, got: ${JSON.stringify(violations.map((v) => v.message))}`,
+  );
+}
+
+export async function assertNoViolations(
+  policy: Policy,
+  resources: RecordedResource[],
+): Promise<void> {
+  assert.deepEqual(
+    (await violationsOf(policy, resources)).map((v) => v.message),
+    [],
+  );
+}
+
+export const HOST_KEY =
+  "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFBMQUNFSE9MREVSLXN6YTEyMjAyMC0tLS0tLS0tLS0t";

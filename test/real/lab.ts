@@ -1,0 +1,126 @@
+/** Access to the running lab for the real and e2e tiers, which run inside its operator namespace. */
+import { spawnSync } from "child_process";
+import * as fs from "fs";
+import * as path from "path";
+import { SshConnection } from "../../components/ssh/run-script";
+
+export const LAB_DIR = process.env.RKE2R_LAB_DIR ?? "/var/tmp/rke2r-lab";
+export const REPO = path.resolve(__dirname, "..", "..", "..");
+
+export function operatorKey(): string {
+  return fs.readFileSync(path.join(LAB_DIR, "keys", "operator_ed25519"), "utf8");
+}
+
+function hostKeyIn(dir: string): string {
+  return fs
+    .readFileSync(path.join(dir, "ssh_host_ed25519_key.pub"), "utf8")
+    .trim()
+    .split(/\s+/)
+    .slice(0, 2)
+    .join(" ");
+}
+
+export function nodeConnection(octet: number): SshConnection {
+  return {
+    host: `192.168.122.${octet}`,
+    port: 22,
+    user: "root",
+    hostKey: hostKeyIn(path.join(LAB_DIR, "nodes", `n${octet}`, "ssh")),
+    privateKey: operatorKey(),
+  };
+}
+
+export function kvmConnection(): SshConnection {
+  return {
+    host: "192.168.122.1",
+    port: 22,
+    user: "root",
+    hostKey: hostKeyIn(path.join(LAB_DIR, "kvm", "ssh")),
+    privateKey: operatorKey(),
+  };
+}
+
+export interface Ran {
+  readonly status: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly ms: number;
+}
+
+export function run(command: string, args: readonly string[], timeoutMs = 60000): Ran {
+  const started = Date.now();
+  const r = spawnSync(command, args, { encoding: "utf8", timeout: timeoutMs });
+  return {
+    status: r.status ?? -1,
+    stdout: r.stdout ?? "",
+    stderr: r.stderr ?? "",
+    ms: Date.now() - started,
+  };
+}
+
+/** Runs a command in one of the lab's namespaces (the node's files are reached through LAB_DIR). */
+export function inNamespace(ns: string, args: readonly string[], timeoutMs = 60000): Ran {
+  return run("ip", ["netns", "exec", ns, ...args], timeoutMs);
+}
+
+export function lab(...args: string[]): Ran {
+  return run("bash", [path.join(REPO, "test", "lab", "lab"), ...args], 120000);
+}
+
+/** Runs virsh on the lab's KVM host, as an administrator would by hand. */
+export function virsh(...args: string[]): Ran {
+  const pid = fs.readFileSync(path.join(LAB_DIR, "kvm", "libvirtd.pid"), "utf8").trim();
+  return run("nsenter", [
+    "--target",
+    pid,
+    "--mount",
+    "--net",
+    "virsh",
+    "-c",
+    "qemu:///system",
+    ...args,
+  ]);
+}
+
+/** The systemctl double's record of a unit on a node. */
+export function unitState(
+  octet: number,
+  unit: string,
+): { enabled: boolean; active: boolean; history: string[] } {
+  const dir = path.join(
+    LAB_DIR,
+    "nodes",
+    `n${octet}`,
+    "var-lib",
+    "systemctl-double",
+    "units",
+    unit,
+  );
+  const history = fs.existsSync(path.join(dir, "history"))
+    ? fs.readFileSync(path.join(dir, "history"), "utf8").trim().split("\n").filter(Boolean)
+    : [];
+  return {
+    enabled: fs.existsSync(path.join(dir, "enabled")),
+    active: fs.existsSync(path.join(dir, "active")),
+    history,
+  };
+}
+
+export function nodeFile(octet: number, file: string): string {
+  return path.join(
+    LAB_DIR,
+    "nodes",
+    `n${octet}`,
+    file.replace(/^\/etc\//, "etc/").replace(/^\/var\/lib\//, "var-lib/"),
+  );
+}
+
+/** iptables-save of a node without counters and comments lines, for before/after comparison. */
+export function ruleset(octet: number, tool: "iptables" | "ip6tables" = "iptables"): string[] {
+  const r = inNamespace(`rke2r-n${octet}`, [`${tool}-save`]);
+  if (r.status !== 0) throw new Error(`${tool}-save failed: ${r.stderr}`);
+  return r.stdout
+    .split("\n")
+    .filter((l) => l && !l.startsWith("#"))
+    .map((l) => l.replace(/\[\d+:\d+\]/, "[0:0]"));
+}

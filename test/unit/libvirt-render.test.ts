@@ -1,0 +1,145 @@
+import * as assert from "assert/strict";
+import {
+  dnsHostRecords,
+  parseDnsHosts,
+  renderDnsHostDeleteXml,
+  renderDnsHostXml,
+} from "../../components/libvirt-dns/render";
+
+/** `virsh net-dumpxml default` on the seeds' KVM host after two records were added. */
+const DUMPXML_WITH_HOSTS = `<network connections='5'>
+  <name>default</name>
+  <uuid>8d6a1f5e-4b1c-4f0e-9a57-2f1d3c6b7e21</uuid>
+  <forward mode='nat'>
+    <nat>
+      <port start='1024' end='65535'/>
+    </nat>
+  </forward>
+  <bridge name='virbr0' stp='on' delay='0'/>
+  <mac address='52:54:00:3a:9c:11'/>
+  <domain name='local'/>
+  <dns>
+    <forwarder addr='114.114.114.114'/>
+    <host ip='192.168.122.20'>
+      <hostname>ai-ear.cn</hostname>
+      <hostname>rancher.ai-ear.cn</hostname>
+    </host>
+    <host ip='192.168.122.9'>
+      <hostname>registry.local</hostname>
+    </host>
+  </dns>
+  <ip address='192.168.122.1' netmask='255.255.255.0'>
+    <dhcp>
+      <range start='192.168.122.2' end='192.168.122.254'/>
+      <host mac='52:54:00:aa:bb:cc' name='sza122020' ip='192.168.122.20'/>
+    </dhcp>
+  </ip>
+</network>
+`;
+
+/** A fresh network: no <dns> element at all (only the DHCP <host> entries, which are not DNS). */
+const DUMPXML_WITHOUT_DNS = `<network>
+  <name>default</name>
+  <bridge name='virbr0' stp='on' delay='0'/>
+  <ip address='192.168.122.1' netmask='255.255.255.0'>
+    <dhcp>
+      <range start='192.168.122.2' end='192.168.122.254'/>
+      <host mac='52:54:00:aa:bb:cc' name='sza122020' ip='192.168.122.20'/>
+    </dhcp>
+  </ip>
+</network>
+`;
+
+describe("libvirt DNS host records", () => {
+  describe("dnsHostRecords", () => {
+    it("gives one record per IP carrying every hostname that points there", () => {
+      const records = dnsHostRecords({
+        "rancher.ai-ear.cn": ["192.168.122.20"],
+        "ai-ear.cn": ["192.168.122.20", "192.168.122.21"],
+      });
+      assert.deepEqual(records, [
+        { ip: "192.168.122.20", hostnames: ["ai-ear.cn", "rancher.ai-ear.cn"] },
+        { ip: "192.168.122.21", hostnames: ["ai-ear.cn"] },
+      ]);
+    });
+
+    it("sorts records by address numerically, so .9 comes before .20", () => {
+      const records = dnsHostRecords({
+        "ai-ear.cn": ["192.168.122.20", "192.168.122.9", "192.168.122.100"],
+        "old.example": ["10.0.0.2", "9.1.1.1", "192.168.12.200"],
+      });
+      assert.deepEqual(
+        records.map((r) => r.ip),
+        [
+          "9.1.1.1",
+          "10.0.0.2",
+          "192.168.12.200",
+          "192.168.122.9",
+          "192.168.122.20",
+          "192.168.122.100",
+        ],
+      );
+    });
+
+    it("renders the same records whatever order the stack lists them in", () => {
+      const a = dnsHostRecords({ x: ["192.168.122.21", "192.168.122.20"], y: ["192.168.122.20"] });
+      const b = dnsHostRecords({ y: ["192.168.122.20"], x: ["192.168.122.20", "192.168.122.21"] });
+      assert.deepEqual(a, b);
+    });
+  });
+
+  describe("net-update XML", () => {
+    it("adds one <host> naming the IP and each of its hostnames", () => {
+      assert.equal(
+        renderDnsHostXml({ ip: "192.168.122.20", hostnames: ["ai-ear.cn", "rancher.ai-ear.cn"] }),
+        "<host ip='192.168.122.20'><hostname>ai-ear.cn</hostname><hostname>rancher.ai-ear.cn</hostname></host>",
+      );
+    });
+
+    it("deletes by IP only, never naming a hostname other records share", () => {
+      const xml = renderDnsHostDeleteXml("192.168.122.21");
+      assert.equal(xml, "<host ip='192.168.122.21'/>");
+      assert.ok(!xml.includes("hostname"));
+    });
+
+    it("escapes XML metacharacters in addresses and names", () => {
+      assert.equal(
+        renderDnsHostXml({ ip: "1.2.3.4'/><x a='", hostnames: ['a<b>&"c'] }),
+        "<host ip='1.2.3.4&apos;/&gt;&lt;x a=&apos;'><hostname>a&lt;b&gt;&amp;&quot;c</hostname></host>",
+      );
+      assert.equal(renderDnsHostDeleteXml("1.2.3.4'"), "<host ip='1.2.3.4&apos;'/>");
+    });
+  });
+
+  describe("parseDnsHosts", () => {
+    it("reads single-quoted records with several hostnames each, sorted by address", () => {
+      assert.deepEqual(parseDnsHosts(DUMPXML_WITH_HOSTS), [
+        { ip: "192.168.122.9", hostnames: ["registry.local"] },
+        { ip: "192.168.122.20", hostnames: ["ai-ear.cn", "rancher.ai-ear.cn"] },
+      ]);
+    });
+
+    it("finds no records in a network without <dns>, ignoring DHCP <host> entries", () => {
+      assert.deepEqual(parseDnsHosts(DUMPXML_WITHOUT_DNS), []);
+    });
+
+    it("reads double-quoted attributes and a record without hostnames", () => {
+      const xml =
+        '<network><dns><host ip="192.168.122.30"><hostname>a.example</hostname></host>' +
+        '<host ip="192.168.122.31"/></dns></network>';
+      assert.deepEqual(parseDnsHosts(xml), [
+        { ip: "192.168.122.30", hostnames: ["a.example"] },
+        { ip: "192.168.122.31", hostnames: [] },
+      ]);
+    });
+
+    it("reads back what the renderer writes, escaped names included", () => {
+      const records = dnsHostRecords({
+        "ai-ear.cn": ["192.168.122.20", "192.168.122.21"],
+        "a&b.example": ["192.168.122.21"],
+      });
+      const xml = `<network><dns>${records.map(renderDnsHostXml).join("")}</dns></network>`;
+      assert.deepEqual(parseDnsHosts(xml), records);
+    });
+  });
+});

@@ -1,0 +1,78 @@
+import * as assert from "assert/strict";
+import { DEFAULT_UNMANAGED_DEVICES } from "../../infra/config/model";
+import {
+  parseNodeFacts,
+  renderUnmanagedDevicesConfig,
+} from "../../components/node-preparation/render";
+
+const NM_CONFIG =
+  "[keyfile]\nunmanaged-devices=interface-name:kube-ipvs0;interface-name:cali*;" +
+  "interface-name:vxlan.calico;interface-name:vxlan-v6.calico;interface-name:tunl*;" +
+  "interface-name:flannel*;interface-name:wireguard.cali;interface-name:wg-v6.cali";
+
+/** What prepare-node.sh prints on stdout, with the NetworkManager config as base64 -w0 writes it. */
+function scriptOutput(overrides: Record<string, string | undefined> = {}): string {
+  const facts: Record<string, string | undefined> = {
+    iptables_service: "disabled",
+    ip6tables_service: "absent",
+    firewalld_service: "enabled",
+    nm_cloud_setup_service: "absent",
+    nm_cloud_setup_timer: "disabled",
+    reject_rules: "2",
+    nm_config_b64: Buffer.from(NM_CONFIG, "utf8").toString("base64"),
+    kube_ipvs0: "down",
+    ...overrides,
+  };
+  return Object.entries(facts)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}=${v}`)
+    .join("\n");
+}
+
+describe("node preparation", () => {
+  describe("NetworkManager unmanaged-devices", () => {
+    it("keeps kube-ipvs0 and every CNI device out of NetworkManager's hands (seed 003)", () => {
+      assert.equal(renderUnmanagedDevicesConfig(DEFAULT_UNMANAGED_DEVICES), NM_CONFIG);
+    });
+  });
+
+  describe("parseNodeFacts", () => {
+    it("reads every fact the node script reports", () => {
+      assert.deepEqual(parseNodeFacts(scriptOutput()), {
+        iptablesService: "disabled",
+        ip6tablesService: "absent",
+        firewalldService: "enabled",
+        nmCloudSetupService: "absent",
+        nmCloudSetupTimer: "disabled",
+        rejectRules: 2,
+        networkManagerConfig: NM_CONFIG,
+        kubeIpvs0: "down",
+      });
+    });
+
+    it("decodes base64 config whose padding contains '='", () => {
+      const config = "[keyfile]\nunmanaged-devices=interface-name:kube-ipvs0";
+      const b64 = Buffer.from(config).toString("base64");
+      assert.ok(b64.endsWith("="), b64);
+      const facts = parseNodeFacts(scriptOutput({ nm_config_b64: b64 }));
+      assert.equal(facts.networkManagerConfig, config);
+    });
+
+    it("reads an empty NetworkManager config as empty", () => {
+      assert.equal(parseNodeFacts(scriptOutput({ nm_config_b64: "" })).networkManagerConfig, "");
+    });
+
+    it("ignores progress lines and tolerates CRLF line ends", () => {
+      const out = `ok: iptables.service already disabled\n${scriptOutput().replace(/\n/g, "\r\n")}\r\n`;
+      assert.equal(parseNodeFacts(out).kubeIpvs0, "down");
+      assert.equal(parseNodeFacts(out).rejectRules, 2);
+    });
+
+    it("throws naming the fact the script did not report", () => {
+      assert.throws(
+        () => parseNodeFacts(scriptOutput({ reject_rules: undefined })),
+        /node script output lacks reject_rules/,
+      );
+    });
+  });
+});

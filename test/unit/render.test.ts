@@ -1,0 +1,91 @@
+import * as assert from "assert/strict";
+import * as YAML from "yaml";
+import { Artifact, ArtifactKind, REDACTED, renderArtifacts } from "../../infra/render";
+import { labModel, labRawConfig, setAt } from "./fixtures";
+
+function ofKind(artifacts: readonly Artifact[], kind: ArtifactKind): Artifact[] {
+  return artifacts.filter((a) => a.kind === kind);
+}
+
+describe("offline render of the lab stack", () => {
+  const artifacts = renderArtifacts(labModel());
+
+  it("writes one libvirt DNS host XML with a record per server address", () => {
+    const [xml, ...more] = ofKind(artifacts, "libvirt-dns-host-xml");
+    assert.equal(more.length, 0);
+    assert.equal(xml.path, "libvirt/dns-hosts.xml");
+    assert.deepEqual(xml.content.trimEnd().split("\n"), [
+      "<host ip='192.168.122.20'><hostname>ai-ear.cn</hostname></host>",
+      "<host ip='192.168.122.21'><hostname>ai-ear.cn</hostname></host>",
+      "<host ip='192.168.122.22'><hostname>ai-ear.cn</hostname></host>",
+    ]);
+  });
+
+  it("writes an owner-only config.yaml for each of the three servers", () => {
+    const configs = ofKind(artifacts, "rke2-server-config");
+    assert.deepEqual(
+      configs.map((a) => a.target),
+      ["sza122020.local", "sza122021.local", "sza122022.local"],
+    );
+    for (const config of configs) assert.equal(config.mode, 0o600, config.path);
+  });
+
+  it("puts the redaction marker where the join token goes, never a secret", () => {
+    for (const config of ofKind(artifacts, "rke2-server-config")) {
+      const parsed = YAML.parse(config.content) as { token: unknown };
+      assert.equal(parsed.token, REDACTED, config.path);
+    }
+  });
+
+  it("joins the second and third servers to the first", () => {
+    const servers = ofKind(artifacts, "rke2-server-config").map(
+      (a) => YAML.parse(a.content) as { server?: string },
+    );
+    assert.deepEqual(
+      servers.map((s) => s.server),
+      [undefined, "https://192.168.122.20:9345", "https://192.168.122.20:9345"],
+    );
+  });
+
+  it("writes a CoreDNS Corefile for every cluster", () => {
+    assert.deepEqual(
+      ofKind(artifacts, "coredns-corefile").map((a) => a.path),
+      ["dns/management/Corefile", "dns/uat1/Corefile"],
+    );
+  });
+
+  it("writes the node-local Corefile for every cluster when NodeLocalDNS is on", () => {
+    assert.deepEqual(
+      ofKind(artifacts, "nodelocal-corefile").map((a) => a.path),
+      ["dns/management/Corefile.nodelocal", "dns/uat1/Corefile.nodelocal"],
+    );
+  });
+
+  it("writes no node-local Corefile when NodeLocalDNS is off", () => {
+    const raw = setAt(labRawConfig(), "dns.nodeLocal.enabled", false);
+    assert.deepEqual(ofKind(renderArtifacts(labModel(raw)), "nodelocal-corefile"), []);
+  });
+
+  it("writes a DNS egress NetworkPolicy per listed namespace and cluster", () => {
+    assert.deepEqual(
+      ofKind(artifacts, "networkpolicy").map((a) => a.path),
+      [
+        "dns/management/networkpolicy-default.yaml",
+        "dns/management/networkpolicy-cattle-system.yaml",
+        "dns/uat1/networkpolicy-default.yaml",
+        "dns/uat1/networkpolicy-cattle-system.yaml",
+      ],
+    );
+  });
+
+  it("gives every artifact its own path", () => {
+    const paths = artifacts.map((a) => a.path);
+    assert.equal(new Set(paths).size, paths.length);
+  });
+
+  it("never contains a private key", () => {
+    for (const artifact of artifacts) {
+      assert.ok(!artifact.content.includes("PRIVATE KEY"), artifact.path);
+    }
+  });
+});
