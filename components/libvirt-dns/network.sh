@@ -17,6 +17,7 @@ fail() {
 command -v virsh >/dev/null || fail "virsh is not installed on this host; install libvirt-clients."
 virsh=(virsh --quiet -c "${LIBVIRT_URI:-qemu:///system}")
 if ! info="$("${virsh[@]}" net-info "$NETWORK" 2>&1)"; then
+  info="$(tr '\n' ' ' <<<"$info")"
   case "$info" in
     *"ermission denied"* | *"authentication"*) fail "permission denied talking to libvirt; the SSH user needs to be root or in group libvirt." ;;
     *) fail "libvirt network '$NETWORK' does not exist on this host ($info)." ;;

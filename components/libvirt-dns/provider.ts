@@ -43,7 +43,7 @@ async function runNetworkScript(
     { params: { NETWORK: state.network, ...params }, timeoutMs: 120000 },
   );
   if (result.exitCode !== 0) {
-    const why = result.stderr.trim().split("\n").pop() ?? `exit code ${result.exitCode}`;
+    const why = ssh.failureReason(result);
     throw new Error(`libvirt host ${state.connection.host}, network ${state.network}: ${why}`);
   }
   return result.stdout;

@@ -64,7 +64,7 @@ async function runNodeScript(state: NodePreparationState, action: "read" | "appl
     },
   );
   if (result.exitCode !== 0) {
-    const why = result.stderr.trim().split("\n").pop() ?? `exit code ${result.exitCode}`;
+    const why = ssh.failureReason(result);
     throw new Error(
       `node ${state.node} (${state.connection.host}): preparation script failed: ${why}; re-run to converge.`,
     );

@@ -35,6 +35,13 @@ export class SshError extends Error {
   }
 }
 
+/** The reason a script gave for failing: its last "error: ..." line, else its last stderr line. */
+export function failureReason(result: ScriptResult): string {
+  const lines = result.stderr.trim().split("\n").filter(Boolean);
+  const error = [...lines].reverse().find((l) => l.startsWith("error: "));
+  return (error ?? lines.pop() ?? `exit code ${result.exitCode}`).replace(/^error: /, "");
+}
+
 /** Quotes a value for a POSIX shell assignment. */
 export function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
