@@ -61,9 +61,12 @@ export class LibvirtDnsRecords extends pulumi.ComponentResource {
       domain: undefined,
       lastChanges: undefined,
     };
+    // Retained on delete: destroying the stack must not take the Rancher hostname away from
+    // the estate. Records dropped from the config are still removed, by an update.
     const state = new DnsHostRecordsResource(`${name}-hosts`, inputs, {
       parent: this,
       additionalSecretOutputs: ["sshPrivateKey"],
+      retainOnDelete: true,
     });
     this.records = state.records.apply((r) => [...(r ?? [])]);
     this.unmanagedRecords = state.unmanagedRecords.apply((r) => [...(r ?? [])]);

@@ -37,7 +37,7 @@ export function localStackConfig(
       dnsRecords: { "ai-ear.cn": servers.map((n) => `192.168.122.${n.octet}`) },
     },
     [`${NS}:nodes`]: nodes.map((n) => ({
-      name: `sza122${n.octet}.local`,
+      name: `sza122${n.octet.padStart(3, "0")}.local`,
       ip: `192.168.122.${n.octet}`,
       ...(n.roles.includes("server") || n.roles.includes("agent")
         ? { role: n.roles[0] }

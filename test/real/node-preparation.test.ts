@@ -20,7 +20,7 @@ const NM_CONF = "/etc/NetworkManager/conf.d/99-rke2-unmanaged.conf";
 function desired(octet: number, bringUpKubeIpvs = false): NodePreparationState {
   const { privateKey, ...connection } = nodeConnection(octet);
   return {
-    node: `sza122${octet}.local`,
+    node: `sza122${String(octet).padStart(3, "0")}.local`,
     connection,
     sshPrivateKey: privateKey,
     script: componentFile(

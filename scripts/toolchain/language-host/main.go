@@ -315,6 +315,10 @@ func (h *host) RunPlugin(
 	defer done()
 	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = req.GetPwd()
+	if runner == "run-policy-pack" {
+		// The policy SDK reads the pack's package.json from the working directory.
+		cmd.Dir = dir
+	}
 	if len(req.GetEnv()) > 0 {
 		cmd.Env = req.GetEnv()
 	}

@@ -1,0 +1,140 @@
+/**
+ * The real Pulumi CLI (built from the Go module proxy) against the lab, with the local file
+ * backend: `pulumi up`, drift detection through `pulumi preview --refresh --expect-no-changes`,
+ * the policy pack in a preview, and destroy. Runs inside the lab's operator namespace.
+ */
+import * as assert from "assert/strict";
+import { spawnSync } from "child_process";
+import { REPO, run, ruleset, unitState, virsh } from "../real/lab";
+import { runScript } from "../../components/ssh/run-script";
+import { nodeConnection } from "../real/lab";
+
+const STACK = "local";
+const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
+
+function pulumi(...args: string[]) {
+  const r = spawnSync(
+    "pulumi",
+    [...args, "--stack", STACK, "--non-interactive", "--color", "never"],
+    {
+      cwd: REPO,
+      encoding: "utf8",
+      timeout: 540000,
+      env: { ...process.env, PULUMI_NODEJS_TRANSPILE_ONLY: "true" },
+    },
+  );
+  return { status: r.status ?? -1, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
+}
+
+function digA(name: string): string[] {
+  return run("dig", ["+short", "+time=2", "+tries=1", "@192.168.122.1", name])
+    .stdout.split("\n")
+    .filter(Boolean)
+    .sort();
+}
+
+const isReject = (rule: string) => /-j REJECT --reject-with icmp-host-prohibited/.test(rule);
+
+describe("pulumi CLI on the local stack", function () {
+  this.timeout(600000);
+
+  before(() => {
+    const r = pulumi("destroy", "--yes");
+    assert.equal(r.status, 0, r.out);
+  });
+
+  it("previews without reaching any host", () => {
+    // Block SSH from the operator namespace for the duration of the preview.
+    const block = ["OUTPUT", "-p", "tcp", "--dport", "22", "-j", "REJECT"];
+    assert.equal(run("iptables", ["-I", ...block]).status, 0);
+    try {
+      const r = pulumi("preview");
+      assert.equal(r.status, 0, r.out);
+      assert.match(r.out, /\+ 13 to create/);
+    } finally {
+      run("iptables", ["-D", ...block]);
+    }
+  });
+
+  it("up converges the estate: records answer and nodes are prepared", () => {
+    const r = pulumi("up", "--yes");
+    assert.equal(r.status, 0, r.out);
+    assert.deepEqual(digA("ai-ear.cn"), SERVERS);
+    for (const octet of [20, 21, 22, 30, 31]) {
+      assert.ok(!ruleset(octet).some(isReject), `REJECT rule left on .${octet}`);
+      assert.equal(unitState(octet, "iptables.service").enabled, false);
+      assert.equal(
+        unitState(octet, "iptables.service").active,
+        true,
+        "iptables.service was stopped",
+      );
+    }
+  });
+
+  it("finds no drift right after up", () => {
+    const r = pulumi("preview", "--refresh", "--expect-no-changes");
+    assert.equal(r.status, 0, r.out);
+  });
+
+  it("detects a DNS record removed and iptables.service re-enabled by hand", async () => {
+    assert.equal(
+      virsh(
+        "net-update",
+        "default",
+        "delete",
+        "dns-host",
+        "<host ip='192.168.122.21'/>",
+        "--live",
+        "--config",
+      ).status,
+      0,
+    );
+    const enable = await runScript(nodeConnection(22), "systemctl enable iptables.service");
+    assert.equal(enable.exitCode, 0);
+    const r = pulumi("preview", "--refresh", "--expect-no-changes", "--diff");
+    assert.notEqual(r.status, 0, "drift went unnoticed");
+    assert.match(r.out, /libvirt-dns-hosts/);
+    assert.match(r.out, /prepare-sza122022\.local-host/);
+    assert.match(r.out, /firewallServicesDisabled/);
+  });
+
+  it("up --refresh repairs the drift", () => {
+    const r = pulumi("up", "--yes", "--refresh");
+    assert.equal(r.status, 0, r.out);
+    assert.deepEqual(digA("ai-ear.cn"), SERVERS);
+    assert.equal(unitState(22, "iptables.service").enabled, false);
+    assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
+  });
+
+  it("runs the policy pack in a preview and blocks an unsafe setting", () => {
+    const ok = pulumi("preview", "--policy-pack", "policy");
+    assert.equal(ok.status, 0, ok.out);
+    assert.match(ok.out, /rke2-remediation/);
+    const set = pulumi(
+      "config",
+      "set",
+      "--path",
+      "nodePreparation.unmanagedDevices[0]",
+      "kube-ipvs0",
+    );
+    assert.equal(set.status, 0, set.out);
+    try {
+      const bad = pulumi("preview", "--policy-pack", "policy");
+      assert.notEqual(bad.status, 0, bad.out);
+      assert.match(bad.out, /networkmanager-leaves-kube-ipvs0-alone/);
+    } finally {
+      pulumi("config", "rm", "nodePreparation");
+    }
+  });
+
+  it("destroy leaves the hosts as they are", () => {
+    const r = pulumi("destroy", "--yes");
+    assert.equal(r.status, 0, r.out);
+    assert.deepEqual(digA("ai-ear.cn"), SERVERS, "destroy took the Rancher records away");
+    assert.equal(
+      unitState(20, "iptables.service").enabled,
+      false,
+      "destroy re-enabled iptables.service",
+    );
+  });
+});
