@@ -33,18 +33,24 @@ export function deployEnvironment(
       sshPrivateKey,
       network: model.libvirt.network,
       subnet: model.libvirt.subnet,
+      rancherHostname: model.rancher?.hostname,
+      neutralizedSearchDomains: model.dns.neutralizedSearchDomains,
       records: model.libvirt.dnsRecords,
     });
     outputs.libvirtDnsRecords = records.records;
   }
 
   if (model.deploy.nodePreparation) {
+    const clusters = [model.management, ...(model.rancher?.downstreamClusters ?? [])];
     for (const node of model.nodes) {
+      const cluster = clusters.find((c) => c.name === node.cluster) ?? model.management;
       const prepared = new NodePreparation(`prepare-${node.name}`, {
         node,
         sshPrivateKey,
         unmanagedDevices: model.nodePreparation.unmanagedDevices,
         bringUpKubeIpvs: model.nodePreparation.bringUpKubeIpvs,
+        cni: cluster.cni,
+        kubeProxyMode: cluster.kubeProxyMode,
       });
       outputs.preparedNodes[node.name] = prepared.firewallReady;
     }

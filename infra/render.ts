@@ -11,6 +11,11 @@ import {
 } from "../components/cluster-dns/values";
 import { dnsHostRecords, renderDnsHostXml } from "../components/libvirt-dns/render";
 import { renderRke2ServerConfig } from "../components/rke2-cluster/config";
+import { componentFile } from "../components/assets";
+import { nodeScriptParams } from "../components/node-preparation/provider";
+import { renderUnmanagedDevicesConfig } from "../components/node-preparation/render";
+import { scriptWithParams } from "../components/ssh/run-script";
+import * as path from "path";
 import { ClusterSettings, EnvironmentModel, serversOf } from "./config/model";
 
 export type ArtifactKind =
@@ -20,7 +25,8 @@ export type ArtifactKind =
   | "coredns-corefile"
   | "nodelocal-corefile"
   | "helmchartconfig"
-  | "networkpolicy";
+  | "networkpolicy"
+  | "node-preparation-script";
 
 /** One file the stack puts on a host or into a cluster, as `render` writes it for review. */
 export interface Artifact {
@@ -47,6 +53,25 @@ export function renderArtifacts(model: EnvironmentModel): Artifact[] {
     path: "libvirt/dns-hosts.xml",
     content: dnsHostRecords(libvirt.dnsRecords).map(renderDnsHostXml).join("\n") + "\n",
   });
+
+  const prepareScript = componentFile(
+    path.join(__dirname, "..", "components", "node-preparation"),
+    "prepare-node.sh",
+  );
+  for (const node of model.nodes) {
+    const params = nodeScriptParams("apply", {
+      networkManagerConfig: renderUnmanagedDevicesConfig(model.nodePreparation.unmanagedDevices),
+      bringUpKubeIpvs: model.nodePreparation.bringUpKubeIpvs,
+    });
+    artifacts.push({
+      kind: "node-preparation-script",
+      target: node.name,
+      cluster: node.cluster,
+      path: `nodes/${node.name}/prepare-node.sh`,
+      content: scriptWithParams(prepareScript, params),
+      mode: 0o755,
+    });
+  }
 
   const servers = serversOf(model);
   servers.forEach((node, i) => {

@@ -18,6 +18,10 @@ export interface LibvirtDnsRecordsArgs {
   readonly network: string;
   /** The network's subnet, e.g. 192.168.122.0/24; recorded so policies can check record IPs. */
   readonly subnet: string;
+  /** Rancher's hostname, when its records are among these; recorded for policies. */
+  readonly rancherHostname?: string;
+  /** Search domains the cluster DNS neutralises; recorded for policies. */
+  readonly neutralizedSearchDomains?: readonly string[];
   /** hostname -> IPs. Several records may share a hostname (the Rancher name on three servers). */
   readonly records: Readonly<Record<string, readonly string[]>>;
 }
@@ -55,6 +59,8 @@ export class LibvirtDnsRecords extends pulumi.ComponentResource {
       sshPrivateKey: pulumi.secret(args.sshPrivateKey),
       network: args.network,
       subnet: args.subnet,
+      rancherHostname: args.rancherHostname,
+      neutralizedSearchDomains: [...(args.neutralizedSearchDomains ?? [])],
       records: dnsHostRecords(args.records),
       script: componentFile(__dirname, "network.sh"),
       unmanagedRecords: undefined,

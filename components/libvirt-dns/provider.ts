@@ -40,7 +40,12 @@ async function runNetworkScript(
   const result = await ssh.runScript(
     { ...state.connection, privateKey: state.sshPrivateKey },
     state.script,
-    { params: { NETWORK: state.network, ...params }, timeoutMs: 120000 },
+    {
+      params: { NETWORK: state.network, ...params },
+      timeoutMs: 120000,
+      // Dynamic providers have no engine connection; the engine shows what they print.
+      onProgress: (line) => pulumi.log.info(`${state.connection.host} ${state.network}: ${line}`),
+    },
   );
   if (result.exitCode !== 0) {
     const why = ssh.failureReason(result);

@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { NodeSpec } from "../../infra/config/model";
+import { Cni, KubeProxyMode, NodeSpec } from "../../infra/config/model";
 import { componentFile } from "../assets";
 import { nodePreparationProvider } from "./provider";
 import { renderUnmanagedDevicesConfig } from "./render";
@@ -17,6 +17,10 @@ export interface NodePreparationArgs {
   readonly unmanagedDevices: readonly string[];
   /** Set kube-ipvs0 up. Default false: kube-proxy keeps it DOWN by design. */
   readonly bringUpKubeIpvs?: boolean;
+  /** The CNI of the node's cluster; recorded so policies can check the unmanaged list. */
+  readonly cni: Cni;
+  /** kube-proxy mode of the node's cluster; recorded for the same reason. */
+  readonly kubeProxyMode: KubeProxyMode;
 }
 
 /** The dynamic resource behind the component; its outputs are the provider's state. */
@@ -55,6 +59,12 @@ export class NodePreparation extends pulumi.ComponentResource {
       `${name}-host`,
       {
         node: node.name,
+        // Facts about the node for policies; the provider does not act on them.
+        nodeIp: node.ip,
+        cluster: node.cluster,
+        roles: [...node.roles],
+        cni: args.cni,
+        kubeProxyMode: args.kubeProxyMode,
         connection: {
           host: node.ssh.host,
           port: node.ssh.port,

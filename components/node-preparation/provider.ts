@@ -55,12 +55,10 @@ async function runNodeScript(state: NodePreparationState, action: "read" | "appl
     { ...state.connection, privateKey: state.sshPrivateKey },
     state.script,
     {
-      params: {
-        ACTION: action,
-        NM_CONFIG: state.networkManagerConfig,
-        BRING_UP_KUBE_IPVS: String(state.bringUpKubeIpvs),
-      },
+      params: nodeScriptParams(action, state),
       timeoutMs: 120000,
+      // Dynamic providers have no engine connection; the engine shows what they print.
+      onProgress: (line) => pulumi.log.info(`${state.node}: ${line}`),
     },
   );
   if (result.exitCode !== 0) {
@@ -74,6 +72,18 @@ async function runNodeScript(state: NodePreparationState, action: "read" | "appl
     .filter((l) => l.startsWith("changed: "))
     .map((l) => l.slice(9));
   return { facts: facts.parseNodeFacts(result.stdout), changes };
+}
+
+/** Parameters of prepare-node.sh; `render` writes the same script for review. */
+export function nodeScriptParams(
+  action: "read" | "apply",
+  state: Pick<NodePreparationState, "networkManagerConfig" | "bringUpKubeIpvs">,
+): Record<string, string> {
+  return {
+    ACTION: action,
+    NM_CONFIG: state.networkManagerConfig,
+    BRING_UP_KUBE_IPVS: String(state.bringUpKubeIpvs),
+  };
 }
 
 const CONVERGENT = [

@@ -42,6 +42,14 @@ export function failureReason(result: ScriptResult): string {
   return (error ?? lines.pop() ?? `exit code ${result.exitCode}`).replace(/^error: /, "");
 }
 
+/** The exact text a host's bash reads: parameter assignments, then the script. */
+export function scriptWithParams(script: string, params: Readonly<Record<string, string>>): string {
+  const preamble = Object.entries(params)
+    .map(([name, value]) => `${name}=${shellQuote(value)}`)
+    .join("\n");
+  return `${preamble}\n${script}\n`;
+}
+
 /** Quotes a value for a POSIX shell assignment. */
 export function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
@@ -59,9 +67,6 @@ export function runScript(
   const where = `${conn.user}@${conn.host}:${conn.port}`;
   const expected = blobOfKeyLine(conn.hostKey);
   let presented: Buffer | undefined;
-  const preamble = Object.entries(options.params ?? {})
-    .map(([name, value]) => `${name}=${shellQuote(value)}`)
-    .join("\n");
   return new Promise<ScriptResult>((resolve, reject) => {
     const client = new Client();
     let settled = false;
@@ -130,7 +135,7 @@ export function runScript(
             finish(undefined, { exitCode: code, stdout, stderr });
           }
         });
-        stream.end(`${preamble}\n${script}\n`);
+        stream.end(scriptWithParams(script, options.params ?? {}));
       });
     });
     if (options.timeoutMs) {

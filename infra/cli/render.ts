@@ -15,12 +15,16 @@ function main(argv: readonly string[]): number {
   const stack = flags.get("stack");
   const out = flags.get("out");
   if (!stack || !out) {
-    console.error("usage: npm run render -- --stack <name> --out <dir>");
+    console.error("usage: npm run render -- --stack <name> [--file <stack yaml>] --out <dir>");
     return 2;
   }
-  const model = loadEnvironmentModel(stack, rawConfigFromStackFile(stackFilePath(stack)), {
-    requireSecrets: false,
-  });
+  const model = loadEnvironmentModel(
+    stack,
+    rawConfigFromStackFile(flags.get("file") ?? stackFilePath(stack)),
+    {
+      requireSecrets: false,
+    },
+  );
   const artifacts = renderArtifacts(model);
   for (const artifact of artifacts) {
     const file = path.join(out, artifact.path);

@@ -24,13 +24,13 @@ async function main(argv: readonly string[]): Promise<number> {
   const flags = parseFlags(argv, ["json"]);
   const stack = flags.get("stack");
   if (!stack) {
-    console.error("usage: npm run verify -- --stack <name> [--json]");
+    console.error("usage: npm run verify -- --stack <name> [--file <stack yaml>] [--json]");
     return 2;
   }
   const json = flags.has("json");
   const { model, problems } = validateEnvironment(
     stack,
-    rawConfigFromStackFile(stackFilePath(stack)),
+    rawConfigFromStackFile(flags.get("file") ?? stackFilePath(stack)),
     {
       requireSecrets: false,
     },

@@ -5,6 +5,10 @@ import { NODE_PREPARATION_TYPE, REMOTE_COMMAND_TYPE } from "./resource-types";
 const STOPS_FIREWALL =
   /systemctl\s+(?:[^;&|\n]*\s)?(stop|restart|try-restart|reload-or-restart|disable\s+--now|mask\s+--now|--now\s+(disable|mask))\b[^;&|\n]*\bip6?tables(\.service)?\b/;
 
+/** Flushing the live ruleset, or loading the distribution's default rules back. */
+const FLUSHES_RULES =
+  /\bip6?tables\s+(?:-t\s+\w+\s+)?(-F|--flush)\b|\bip6?tables-restore\b[^\n]*\/etc\/sysconfig\/ip6?tables\b|\/usr\/libexec\/iptables\/ip6?tables\.init\b/;
+
 function commandTexts(type: string, props: Record<string, unknown>): string[] {
   if (type === NODE_PREPARATION_TYPE) return [String(props.script ?? "")];
   if (type === REMOTE_COMMAND_TYPE) {
@@ -18,16 +22,16 @@ function commandTexts(type: string, props: Record<string, unknown>): string[] {
 export const firewallServiceNeverStopped: ResourceValidationPolicy = {
   name: "firewall-service-never-stopped",
   description:
-    "Node scripts and remote commands disable iptables.service and ip6tables.service but never stop or restart them.",
+    "Node scripts and remote commands disable iptables.service and ip6tables.service but never stop or restart them, flush the ruleset or restore the default rules.",
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
     for (const text of commandTexts(args.type, args.props)) {
       const lines = text.split("\n").filter((line) => !line.trim().startsWith("#"));
-      const hit = lines.find((line) => STOPS_FIREWALL.test(line));
+      const hit = lines.find((line) => STOPS_FIREWALL.test(line) || FLUSHES_RULES.test(line));
       if (hit) {
         reportViolation(
-          `"${hit.trim()}" stops the iptables service, whose stop action flushes every rule on the node, ` +
-            "including kube-proxy's and Calico's (seed 003); use `systemctl disable` without --now.",
+          `"${hit.trim()}" stops, flushes or reloads the node's firewall: that removes every rule, including ` +
+            "kube-proxy's and Calico's (seed 003). Disable iptables.service without --now and delete only the REJECT rules.",
         );
       }
     }

@@ -53,8 +53,8 @@ describe("program (Pulumi mocks)", function () {
   it("prepares every node, each with its own pinned host key", () => {
     const prepared = ofType("pulumi-nodejs:dynamic/node:Preparation");
     assert.deepEqual(
-      prepared.map((r) => r.inputs.node),
-      model.nodes.map((n) => n.name),
+      prepared.map((r) => r.inputs.node).sort(),
+      model.nodes.map((n) => n.name).sort(),
     );
     for (const r of prepared) {
       const node = model.nodes.find((n) => n.name === r.inputs.node)!;

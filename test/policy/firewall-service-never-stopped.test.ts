@@ -26,7 +26,7 @@ describe("policy firewall-service-never-stopped", () => {
       await assertViolation(
         firewallServiceNeverStopped,
         [resource(REMOTE_COMMAND_TYPE, { create: `set -e\n${command}\n` })],
-        /flushes every rule/,
+        /removes every rule/,
       );
     });
   }
@@ -50,4 +50,20 @@ describe("policy firewall-service-never-stopped", () => {
       resource(REMOTE_COMMAND_TYPE, { create }),
     ]);
   });
+});
+
+describe("policy firewall-service-never-stopped: flushes and default rules", () => {
+  for (const command of [
+    "iptables -F",
+    "iptables -t nat --flush",
+    "iptables-restore < /etc/sysconfig/iptables",
+  ]) {
+    it(`rejects "${command}"`, async () => {
+      await assertViolation(
+        firewallServiceNeverStopped,
+        [resource(REMOTE_COMMAND_TYPE, { create: command })],
+        /removes every rule/,
+      );
+    });
+  }
 });

@@ -1,0 +1,25 @@
+import { ResourceValidationPolicy } from "@pulumi/policy";
+import { LIBVIRT_DNS_TYPE } from "./resource-types";
+
+export const libvirtRecordOutsideNeutralizedDomain: ResourceValidationPolicy = {
+  name: "libvirt-record-outside-neutralized-domain",
+  description:
+    "No libvirt DNS record names a host under a search domain the cluster DNS neutralises.",
+  enforcementLevel: "mandatory",
+  validateResource: (args, reportViolation) => {
+    if (args.type !== LIBVIRT_DNS_TYPE) return;
+    const domains = (args.props.neutralizedSearchDomains ?? []) as string[];
+    const records = (args.props.records ?? []) as { ip: string; hostnames: string[] }[];
+    for (const r of records) {
+      for (const name of r.hostnames) {
+        const domain = domains.find((d) => name === d || name.endsWith(`.${d}`));
+        if (domain) {
+          reportViolation(
+            `record ${name} -> ${r.ip} lies under "${domain}", which the cluster DNS answers with NXDOMAIN; ` +
+              "pods could never resolve it. Use a name outside the neutralised domains.",
+          );
+        }
+      }
+    }
+  },
+};

@@ -1,0 +1,43 @@
+import { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
+import { NODE_PREPARATION_TYPE, objectProp, REMOTE_COMMAND_TYPE } from "./resource-types";
+
+/** Remote commands that install or start RKE2, or register a node with Rancher. */
+const JOINS_CLUSTER =
+  /get\.rke2\.io|install\.sh|rke2-(server|agent)|system-agent-install|--ca-checksum|cattle-cluster-agent/;
+
+function dependsOn(
+  resource: PolicyResource,
+  target: PolicyResource,
+  seen = new Set<string>(),
+): boolean {
+  if (seen.has(resource.urn)) return false;
+  seen.add(resource.urn);
+  const direct = [...resource.dependencies, ...(resource.parent ? [resource.parent] : [])];
+  return direct.some((d) => d.urn === target.urn || dependsOn(d, target, seen));
+}
+
+export const nodePreparedBeforeClusterJoin: StackValidationPolicy = {
+  name: "node-prepared-before-cluster-join",
+  description: "RKE2 install and Rancher registration on a node depend on that node's preparation.",
+  enforcementLevel: "mandatory",
+  validateStack: (args, reportViolation) => {
+    const preparations = args.resources.filter((r) => r.type === NODE_PREPARATION_TYPE);
+    for (const cmd of args.resources.filter((r) => r.type === REMOTE_COMMAND_TYPE)) {
+      if (!JOINS_CLUSTER.test(String(cmd.props.create ?? ""))) continue;
+      const host = objectProp(cmd.props, "connection")?.host;
+      const prep = preparations.find((p) => objectProp(p.props, "connection")?.host === host);
+      if (!prep) {
+        reportViolation(
+          `${cmd.name} joins ${String(host)} to a cluster, but the stack does not prepare that node.`,
+          cmd.urn,
+        );
+      } else if (!dependsOn(cmd, prep)) {
+        reportViolation(
+          `${cmd.name} joins ${String(host)} to a cluster without depending on ${prep.name}: Rocky's REJECT rules ` +
+            "would still block etcd peers on 2380 and pods' ClusterIP traffic (seed 003).",
+          cmd.urn,
+        );
+      }
+    }
+  },
+};

@@ -1,0 +1,54 @@
+import { renderUnmanagedDevicesConfig } from "../../components/node-preparation/render";
+import { DEFAULT_UNMANAGED_DEVICES } from "../../infra/config/model";
+import { cniDevicesUnmanaged } from "../../policy/policies/cni-devices-unmanaged";
+import { NODE_PREPARATION_TYPE } from "../../policy/policies/resource-types";
+import { assertNoViolations, assertViolation, resource } from "./util";
+
+describe("policy cni-devices-unmanaged", () => {
+  const props = (devices: readonly string[], cni = "calico", kubeProxyMode = "ipvs") => ({
+    node: "sza122020.local",
+    cni,
+    kubeProxyMode,
+    networkManagerConfig: renderUnmanagedDevicesConfig(devices),
+  });
+
+  it("accepts the default list for calico in IPVS mode", async () => {
+    await assertNoViolations(cniDevicesUnmanaged, [
+      resource(NODE_PREPARATION_TYPE, props(DEFAULT_UNMANAGED_DEVICES)),
+    ]);
+  });
+
+  it("rejects a calico node whose list lacks tunl*", async () => {
+    const devices = DEFAULT_UNMANAGED_DEVICES.filter((d) => d !== "tunl*");
+    await assertViolation(
+      cniDevicesUnmanaged,
+      [resource(NODE_PREPARATION_TYPE, props(devices))],
+      /tunl\*/,
+    );
+  });
+
+  it("rejects a cilium node whose list has only calico's devices", async () => {
+    await assertViolation(
+      cniDevicesUnmanaged,
+      [
+        resource(
+          NODE_PREPARATION_TYPE,
+          props(["kube-ipvs0", "cali*", "vxlan.calico", "tunl*"], "cilium"),
+        ),
+      ],
+      /cilium\*, lxc\*/,
+    );
+  });
+
+  it("requires kube-ipvs0 only when kube-proxy runs in IPVS mode", async () => {
+    const flannelOnly = ["flannel*"];
+    await assertNoViolations(cniDevicesUnmanaged, [
+      resource(NODE_PREPARATION_TYPE, props(flannelOnly, "flannel", "iptables")),
+    ]);
+    await assertViolation(
+      cniDevicesUnmanaged,
+      [resource(NODE_PREPARATION_TYPE, props(flannelOnly, "flannel", "ipvs"))],
+      /kube-ipvs0/,
+    );
+  });
+});

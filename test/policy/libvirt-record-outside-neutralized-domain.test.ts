@@ -1,0 +1,28 @@
+import { libvirtRecordOutsideNeutralizedDomain } from "../../policy/policies/libvirt-record-outside-neutralized-domain";
+import { LIBVIRT_DNS_TYPE } from "../../policy/policies/resource-types";
+import { assertNoViolations, assertViolation, resource } from "./util";
+
+describe("policy libvirt-record-outside-neutralized-domain", () => {
+  const compliant = {
+    neutralizedSearchDomains: ["local"],
+    records: [{ ip: "192.168.122.20", hostnames: ["ai-ear.cn"] }],
+  };
+
+  it("accepts records outside the neutralised domains", async () => {
+    await assertNoViolations(libvirtRecordOutsideNeutralizedDomain, [
+      resource(LIBVIRT_DNS_TYPE, compliant),
+    ]);
+  });
+
+  it("rejects a record under a neutralised domain", async () => {
+    const props = {
+      ...compliant,
+      records: [{ ip: "192.168.122.20", hostnames: ["rancher.local"] }],
+    };
+    await assertViolation(
+      libvirtRecordOutsideNeutralizedDomain,
+      [resource(LIBVIRT_DNS_TYPE, props)],
+      /rancher\.local .* NXDOMAIN/,
+    );
+  });
+});
