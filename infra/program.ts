@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { LibvirtDnsRecords } from "../components/libvirt-dns";
-import { NodePreparation } from "../components/node-preparation";
-import { EnvironmentModel } from "./config/model";
+import { NodePreparation, ServerPortsPreflight } from "../components/node-preparation";
+import { EnvironmentModel, serversOf } from "./config/model";
 import { EnvironmentSecrets } from "./config/load";
 
 export interface EnvironmentOutputs {
@@ -40,6 +40,7 @@ export function deployEnvironment(
     outputs.libvirtDnsRecords = records.records;
   }
 
+  const preparations = new Map<string, NodePreparation>();
   if (model.deploy.nodePreparation) {
     const clusters = [model.management, ...(model.rancher?.downstreamClusters ?? [])];
     for (const node of model.nodes) {
@@ -53,6 +54,17 @@ export function deployEnvironment(
         kubeProxyMode: cluster.kubeProxyMode,
       });
       outputs.preparedNodes[node.name] = prepared.firewallReady;
+      preparations.set(node.name, prepared);
+    }
+    // Live-state preflight: every server reaches every other one on the RKE2 ports.
+    const servers = serversOf(model);
+    const serverPreparations = servers.map((s) => preparations.get(s.name)!);
+    for (const server of servers.length > 1 ? servers : []) {
+      new ServerPortsPreflight(
+        `preflight-${server.name}`,
+        { server, peers: servers.filter((p) => p !== server), sshPrivateKey },
+        { dependsOn: serverPreparations },
+      );
     }
   }
   return outputs;

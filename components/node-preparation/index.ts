@@ -5,6 +5,12 @@ import { nodePreparationProvider } from "./provider";
 import { renderUnmanagedDevicesConfig } from "./render";
 
 export { renderUnmanagedDevicesConfig, parseNodeFacts } from "./render";
+export {
+  ServerPortsPreflight,
+  RKE2_SERVER_PORTS,
+  parsePortChecks,
+  blockedChecks,
+} from "./preflight";
 
 export const NODE_PREPARATION_RESOURCE_TYPE = "pulumi-nodejs:dynamic/node:Preparation";
 

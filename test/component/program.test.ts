@@ -69,9 +69,23 @@ describe("program (Pulumi mocks)", function () {
     }
   });
 
+  it("checks server ports only after every server is prepared", () => {
+    const preflights = ofType("rke2remediation:node:ServerPortsPreflight");
+    assert.equal(preflights.length, 3);
+    const serverPreps = resources
+      // dependsOn on a component reaches the custom resources inside it.
+      .filter((r) => r.type === "pulumi-nodejs:dynamic/node:Preparation")
+      .filter((r) =>
+        ["sza122020.local", "sza122021.local", "sza122022.local"].some((n) => r.name.endsWith(n)),
+      )
+      .map((r) => r.urn)
+      .sort();
+    for (const p of preflights) assert.deepEqual([...p.dependencies].sort(), serverPreps);
+  });
+
   it("passes the SSH private key only as a secret", () => {
     const sshResources = resources.filter((r) => r.custom && "sshPrivateKey" in r.inputs);
-    assert.ok(sshResources.length >= 6);
+    assert.ok(sshResources.length >= 9);
     for (const r of sshResources)
       assert.ok(isSecret(r.inputs.sshPrivateKey), `${r.name} holds the key in plain text`);
   });

@@ -13,6 +13,7 @@ import {
 import { renderUnmanagedDevicesConfig } from "../../components/node-preparation/render";
 import { runScript } from "../../components/ssh/run-script";
 import { DEFAULT_UNMANAGED_DEVICES } from "../../infra/config/model";
+import { parsePortChecks, PortCheck } from "../../components/node-preparation/preflight";
 import { inNamespace, nodeConnection, nodeFile, ruleset, unitState } from "./lab";
 
 const NM_CONF = "/etc/NetworkManager/conf.d/99-rke2-unmanaged.conf";
@@ -45,12 +46,37 @@ describe("node preparation (real sshd and iptables in a lab node)", function () 
   let before4: string[];
   let before6: string[];
   let outs: NodePreparationState;
+  let etcdPeerBefore: PortCheck[];
+
+  /** What node .20 sees connecting to the node's etcd peer and supervisor ports. */
+  async function portsFrom20(): Promise<PortCheck[]> {
+    const script = componentFile(
+      path.join(__dirname, "../../components/node-preparation"),
+      "preflight-ports.sh",
+    );
+    const r = await runScript(nodeConnection(20), script, {
+      params: { PEERS: `192.168.122.${NODE}`, PORTS: "2380 9345", CONNECT_TIMEOUT: "3" },
+    });
+    return parsePortChecks(r.stdout);
+  }
 
   before(async () => {
+    etcdPeerBefore = await portsFrom20();
     before4 = ruleset(NODE);
     before6 = ruleset(NODE, "ip6tables");
     assert.ok(before4.some(isReject), "the lab node should start with Rocky's REJECT rules");
     outs = (await provider.create!(desired(NODE))).outs as NodePreparationState;
+  });
+
+  it("turns host-prohibited etcd peer connections into plain closed ports", async () => {
+    assert.deepEqual(
+      etcdPeerBefore.map((c) => c.verdict),
+      ["prohibited", "prohibited"],
+    );
+    assert.deepEqual(
+      (await portsFrom20()).map((c) => c.verdict),
+      ["closed", "closed"],
+    );
   });
 
   it("removes exactly the REJECT rules and keeps kube-proxy's and Calico's", () => {
