@@ -76,7 +76,9 @@ describe("program (Pulumi mocks)", function () {
       // dependsOn on a component reaches the custom resources inside it.
       .filter((r) => r.type === "pulumi-nodejs:dynamic/node:Preparation")
       .filter((r) =>
-        ["sza122020.local", "sza122021.local", "sza122022.local"].some((n) => r.name.endsWith(n)),
+        ["sza122020.local", "sza122021.local", "sza122022.local"].some(
+          (n) => r.name === `prepare-${n}-host`,
+        ),
       )
       .map((r) => r.urn)
       .sort();
