@@ -51,16 +51,16 @@ function observed(
 }
 
 async function runNodeScript(state: NodePreparationState, action: "read" | "apply") {
-  const result = await ssh.runScript(
-    { ...state.connection, privateKey: state.sshPrivateKey },
-    state.script,
-    {
+  const result = await ssh
+    .runScript({ ...state.connection, privateKey: state.sshPrivateKey }, state.script, {
       params: nodeScriptParams(action, state),
       timeoutMs: 120000,
       // Dynamic providers have no engine connection; the engine shows what they print.
       onProgress: (line) => pulumi.log.info(`${state.node}: ${line}`),
-    },
-  );
+    })
+    .catch((err: Error) => {
+      throw new Error(`node ${state.node}: ${err.message}`);
+    });
   if (result.exitCode !== 0) {
     const why = ssh.failureReason(result);
     throw new Error(

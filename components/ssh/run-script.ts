@@ -28,11 +28,14 @@ export interface RunScriptOptions {
   readonly onProgress?: (line: string) => void;
 }
 
-export class SshError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "SshError";
-  }
+/**
+ * An SSH failure. A plain Error, not a subclass: dynamic providers run this code after Pulumi's
+ * closure serializer has rewritten it, and a serialized Error subclass loses its message.
+ */
+export function sshError(message: string): Error {
+  const err = new Error(message);
+  err.name = "SshError";
+  return err;
 }
 
 /** The reason a script gave for failing: its last "error: ..." line, else its last stderr line. */
@@ -82,7 +85,7 @@ export function runScript(
     client.on("error", (err: Error & { level?: string; code?: string }) => {
       if (presented && !presented.equals(expected)) {
         finish(
-          new SshError(
+          sshError(
             `host key of ${where} does not match the pinned key: expected ${fingerprintOfKeyLine(conn.hostKey)}, ` +
               `presented ${fingerprintOfBlob(presented)}. If the host was rebuilt, verify the new key on its console ` +
               `and update hostKey in the stack config; otherwise treat this as an attack.`,
@@ -90,19 +93,19 @@ export function runScript(
         );
       } else if (err.level === "client-authentication") {
         finish(
-          new SshError(
+          sshError(
             `permission denied for ${where}: the host refused sshPrivateKey; add its public key to the user's authorized_keys.`,
           ),
         );
       } else if (err.level === "client-timeout") {
         finish(
-          new SshError(
+          sshError(
             `host ${where} did not answer SSH within ${options.connectTimeoutMs ?? 15000} ms; check that it is up and reachable.`,
           ),
         );
       } else {
         finish(
-          new SshError(
+          sshError(
             `cannot reach ${where}: ${err.code ?? err.message}; check that the host is up and sshd listens there.`,
           ),
         );
@@ -110,7 +113,7 @@ export function runScript(
     });
     client.on("ready", () => {
       client.exec("bash -s", (err, stream) => {
-        if (err) return finish(new SshError(`cannot start a shell on ${where}: ${err.message}`));
+        if (err) return finish(sshError(`cannot start a shell on ${where}: ${err.message}`));
         let stdout = "";
         let stderr = "";
         let partial = "";
@@ -127,7 +130,7 @@ export function runScript(
           if (partial) options.onProgress?.(partial);
           if (code === null || code === undefined) {
             finish(
-              new SshError(
+              sshError(
                 `the SSH session to ${where} ended before the script finished${signal ? ` (signal ${signal})` : ""}; re-run to converge.`,
               ),
             );
@@ -142,7 +145,7 @@ export function runScript(
       timer = setTimeout(
         () =>
           finish(
-            new SshError(
+            sshError(
               `script on ${where} did not finish within ${options.timeoutMs} ms; it is safe to re-run.`,
             ),
           ),

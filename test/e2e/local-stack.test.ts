@@ -5,7 +5,7 @@
  */
 import * as assert from "assert/strict";
 import { spawnSync } from "child_process";
-import { REPO, run, ruleset, unitState, virsh } from "../real/lab";
+import { lab, REPO, run, ruleset, unitState, virsh } from "../real/lab";
 import { runScript } from "../../components/ssh/run-script";
 import { nodeConnection } from "../real/lab";
 
@@ -41,6 +41,9 @@ describe("pulumi CLI on the local stack", function () {
   before(() => {
     const r = pulumi("destroy", "--yes");
     assert.equal(r.status, 0, r.out);
+    // Start from the estate as the seeds found it.
+    for (const octet of [20, 21, 22, 30, 31])
+      assert.equal(lab("reset-node", String(octet)).status, 0);
   });
 
   it("previews without reaching any host", () => {
@@ -50,7 +53,8 @@ describe("pulumi CLI on the local stack", function () {
     try {
       const r = pulumi("preview");
       assert.equal(r.status, 0, r.out);
-      assert.match(r.out, /\+ 13 to create/);
+      assert.match(r.out, /\+ \d+ to create/);
+      assert.match(r.out, /preflight-sza122020\.local/);
     } finally {
       run("iptables", ["-D", ...block]);
     }
@@ -59,6 +63,8 @@ describe("pulumi CLI on the local stack", function () {
   it("up converges the estate: records answer and nodes are prepared", () => {
     const r = pulumi("up", "--yes");
     assert.equal(r.status, 0, r.out);
+    // Per-node progress reaches the Pulumi log.
+    assert.match(r.out, /sza122020\.local: changed: disabled iptables\.service/);
     assert.deepEqual(digA("ai-ear.cn"), SERVERS);
     for (const octet of [20, 21, 22, 30, 31]) {
       assert.ok(!ruleset(octet).some(isReject), `REJECT rule left on .${octet}`);
@@ -104,6 +110,47 @@ describe("pulumi CLI on the local stack", function () {
     assert.deepEqual(digA("ai-ear.cn"), SERVERS);
     assert.equal(unitState(22, "iptables.service").enabled, false);
     assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
+  });
+
+  it("an unreachable node fails with its name and address while the others converge", () => {
+    const node = "nodes[5]";
+    const settings: [string, string][] = [
+      [`${node}.name`, "sza122040.local"],
+      [`${node}.ip`, "192.168.122.40"],
+      [`${node}.cluster`, "uat1"],
+      [`${node}.roles[0]`, "worker"],
+      [
+        `${node}.ssh.hostKey`,
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFBMQUNFSE9MREVSLXN6YTEyMjA0MC0tLS0tLS0tLS0t",
+      ],
+    ];
+    for (const [key, value] of settings)
+      assert.equal(pulumi("config", "set", "--path", key, value).status, 0);
+    try {
+      // Undo one node's preparation by hand, so there is work for the reachable nodes too.
+      assert.equal(
+        run("ip", [
+          "netns",
+          "exec",
+          "rke2r-n31",
+          "iptables",
+          "-A",
+          "INPUT",
+          "-j",
+          "REJECT",
+          "--reject-with",
+          "icmp-host-prohibited",
+        ]).status,
+        0,
+      );
+      const r = pulumi("up", "--yes", "--refresh");
+      assert.notEqual(r.status, 0, r.out);
+      assert.match(r.out, /node sza122040\.local: cannot reach root@192\.168\.122\.40:22/);
+      assert.ok(!ruleset(31).some(isReject), "the reachable node .31 was not converged");
+    } finally {
+      pulumi("config", "rm", "--path", node);
+    }
+    assert.equal(pulumi("up", "--yes").status, 0);
   });
 
   it("runs the policy pack in a preview and blocks an unsafe setting", () => {

@@ -4,7 +4,7 @@ import { libvirtDnsProvider, LibvirtDnsState } from "../../components/libvirt-dn
 import { componentFile } from "../../components/assets";
 import { dnsHostRecords } from "../../components/libvirt-dns/render";
 import * as path from "path";
-import { kvmConnection, run, virsh } from "./lab";
+import { kvmConnection, lab, run, virsh } from "./lab";
 
 const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
 
@@ -98,6 +98,29 @@ describe("libvirt DNS records (real libvirtd + dnsmasq over SSH)", function () {
       handDelete("192.168.122.50");
       await provider.create!(desired(records));
     }
+    assert.deepEqual(digA("ai-ear.cn"), SERVERS);
+  });
+
+  it("dropping one of three same-name records from the config leaves the other two answering", async () => {
+    const three = desired(records);
+    const two = desired({ "ai-ear.cn": ["192.168.122.20", "192.168.122.22"] });
+    const result = await provider.update!("id", three, two);
+    assert.deepEqual(result.outs.lastChanges, ["removed dns-host 192.168.122.21"]);
+    assert.deepEqual(digA("ai-ear.cn"), ["192.168.122.20", "192.168.122.22"]);
+    await provider.update!("id", two, three);
+    assert.deepEqual(digA("ai-ear.cn"), SERVERS);
+  });
+
+  it("records survive a network restart and a libvirtd restart (--config)", async () => {
+    await provider.create!(desired(records));
+    assert.equal(virsh("net-destroy", "default").status, 0);
+    assert.equal(virsh("net-start", "default").status, 0);
+    // The lab re-attaches its hosts to the new bridge.
+    assert.equal(lab("up").status, 0);
+    assert.deepEqual(digA("ai-ear.cn"), SERVERS);
+    assert.equal(lab("restart-libvirtd").status, 0);
+    const read = (await provider.read!("id", desired(records))).props as LibvirtDnsState;
+    assert.deepEqual(read.records, dnsHostRecords(records));
     assert.deepEqual(digA("ai-ear.cn"), SERVERS);
   });
 

@@ -14,7 +14,7 @@ import { renderUnmanagedDevicesConfig } from "../../components/node-preparation/
 import { runScript } from "../../components/ssh/run-script";
 import { DEFAULT_UNMANAGED_DEVICES } from "../../infra/config/model";
 import { parsePortChecks, PortCheck } from "../../components/node-preparation/preflight";
-import { inNamespace, nodeConnection, nodeFile, ruleset, unitState } from "./lab";
+import { inNamespace, lab, nodeConnection, nodeFile, ruleset, unitState } from "./lab";
 
 const NM_CONF = "/etc/NetworkManager/conf.d/99-rke2-unmanaged.conf";
 
@@ -61,6 +61,7 @@ describe("node preparation (real sshd and iptables in a lab node)", function () 
   }
 
   before(async () => {
+    for (const octet of [NODE, 31]) assert.equal(lab("reset-node", String(octet)).status, 0);
     etcdPeerBefore = await portsFrom20();
     before4 = ruleset(NODE);
     before6 = ruleset(NODE, "ip6tables");
