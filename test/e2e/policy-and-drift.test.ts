@@ -1,0 +1,226 @@
+/**
+ * The two pipelines users run, with the real CLI against the lab: drift detection with
+ * `pulumi preview --refresh --expect-no-changes`, and the policy pack in `pulumi preview`, which
+ * must agree with the offline `npm run verify`.
+ */
+import * as assert from "assert/strict";
+import { spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import * as YAML from "yaml";
+import { runScript } from "../../components/ssh/run-script";
+import { stackFilePath } from "../../infra/config/load";
+import { inNamespace, nodeConnection, nodeFile, REPO, virsh } from "../real/lab";
+
+const STACK = "local";
+const NS = "rke2-remediation";
+
+function pulumi(...args: string[]) {
+  const r = spawnSync(
+    "pulumi",
+    [...args, "--stack", STACK, "--non-interactive", "--color", "never"],
+    {
+      cwd: REPO,
+      encoding: "utf8",
+      timeout: 540000,
+      env: { ...process.env, PULUMI_NODEJS_TRANSPILE_ONLY: "true" },
+    },
+  );
+  return { status: r.status ?? -1, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
+}
+
+function verify(): { failed: boolean; mandatory: string[] } {
+  const r = spawnSync(
+    process.execPath,
+    [path.join(REPO, "bin", "infra", "cli", "verify.js"), "--stack", STACK, "--json"],
+    {
+      encoding: "utf8",
+    },
+  );
+  const report = JSON.parse(r.stdout) as {
+    configProblems: unknown[];
+    violations: { policy: string; level: string }[];
+  };
+  const mandatory = [
+    ...new Set(report.violations.filter((v) => v.level === "mandatory").map((v) => v.policy)),
+  ].sort();
+  return { failed: r.status !== 0, mandatory };
+}
+
+function driftCheck() {
+  return pulumi("preview", "--refresh", "--expect-no-changes", "--diff");
+}
+
+describe("drift detection with the real CLI", function () {
+  this.timeout(600000);
+
+  before(() => {
+    const r = pulumi("up", "--yes", "--refresh");
+    assert.equal(r.status, 0, r.out);
+    assert.equal(driftCheck().status, 0);
+  });
+
+  const cases: { what: string; inject: () => Promise<void>; resource: RegExp; property: RegExp }[] =
+    [
+      {
+        what: "a REJECT rule re-added",
+        inject: async () => {
+          const r = inNamespace("rke2r-n20", [
+            "iptables",
+            "-A",
+            "INPUT",
+            "-j",
+            "REJECT",
+            "--reject-with",
+            "icmp-host-prohibited",
+          ]);
+          assert.equal(r.status, 0);
+        },
+        resource: /prepare-sza122020\.local-host/,
+        property: /rejectRulesAbsent/,
+      },
+      {
+        what: "iptables.service re-enabled",
+        inject: async () => {
+          assert.equal(
+            (await runScript(nodeConnection(21), "systemctl enable iptables.service")).exitCode,
+            0,
+          );
+        },
+        resource: /prepare-sza122021\.local-host/,
+        property: /firewallServicesDisabled/,
+      },
+      {
+        what: "the NetworkManager file edited",
+        inject: async () => {
+          fs.writeFileSync(
+            nodeFile(22, "/etc/NetworkManager/conf.d/99-rke2-unmanaged.conf"),
+            "[keyfile]\nunmanaged-devices=interface-name:cali*\n",
+          );
+        },
+        resource: /prepare-sza122022\.local-host/,
+        property: /networkManagerConfig/,
+      },
+      {
+        what: "a DNS record deleted",
+        inject: async () => {
+          assert.equal(
+            virsh(
+              "net-update",
+              "default",
+              "delete",
+              "dns-host",
+              "<host ip='192.168.122.22'/>",
+              "--live",
+              "--config",
+            ).status,
+            0,
+          );
+        },
+        resource: /libvirt-dns-hosts/,
+        property: /records/,
+      },
+    ];
+
+  for (const c of cases) {
+    it(`detects ${c.what}, and the next up --refresh remediates it`, async () => {
+      await c.inject();
+      const drift = driftCheck();
+      assert.notEqual(drift.status, 0, `drift went unnoticed:\n${drift.out}`);
+      assert.match(drift.out, c.resource);
+      assert.match(drift.out, c.property);
+      const up = pulumi("up", "--yes", "--refresh");
+      assert.equal(up.status, 0, up.out);
+      const again = driftCheck();
+      assert.equal(again.status, 0, again.out);
+    });
+  }
+});
+
+describe("the policy pack in previews agrees with npm run verify", function () {
+  this.timeout(600000);
+  const file = stackFilePath(STACK);
+  let original: string;
+
+  before(() => {
+    original = fs.readFileSync(file, "utf8");
+  });
+  afterEach(() => fs.writeFileSync(file, original));
+
+  function withConfig(change: (config: Record<string, unknown>) => void): void {
+    const doc = YAML.parse(original) as { config: Record<string, unknown> };
+    change(doc.config);
+    fs.writeFileSync(file, YAML.stringify(doc));
+  }
+
+  const records = (c: Record<string, unknown>) =>
+    (c[`${NS}:libvirt`] as { dnsRecords: Record<string, string[]> }).dnsRecords;
+
+  const badStacks: {
+    what: string;
+    change: (c: Record<string, unknown>) => void;
+    policies: string[];
+  }[] = [
+    {
+      what: "Rancher records missing a server",
+      change: (c) => (records(c)["ai-ear.cn"] = ["192.168.122.20", "192.168.122.21"]),
+      policies: ["rancher-records-cover-management-servers"],
+    },
+    {
+      what: "a record under the neutralised domain",
+      change: (c) => (records(c)["rancher.local"] = ["192.168.122.20"]),
+      policies: ["libvirt-record-outside-neutralized-domain"],
+    },
+    {
+      what: "a record outside the subnet",
+      change: (c) => (records(c)["registry.example"] = ["10.99.0.5"]),
+      policies: ["libvirt-dns-record-in-subnet"],
+    },
+    {
+      what: "NetworkManager managing Calico's devices",
+      change: (c) => (c[`${NS}:nodePreparation`] = { unmanagedDevices: ["kube-ipvs0"] }),
+      policies: ["cni-devices-unmanaged", "networkmanager-leaves-kube-ipvs0-alone"],
+    },
+    {
+      what: "an unmanaged list without tunl* on a calico cluster",
+      change: (c) =>
+        (c[`${NS}:nodePreparation`] = {
+          unmanagedDevices: ["kube-ipvs0", "cali*", "vxlan.calico", "flannel*"],
+        }),
+      policies: ["cni-devices-unmanaged", "networkmanager-leaves-kube-ipvs0-alone"],
+    },
+  ];
+
+  for (const bad of badStacks) {
+    it(`both block ${bad.what}`, () => {
+      withConfig(bad.change);
+      const offline = verify();
+      const cli = pulumi("preview", "--policy-pack", "policy");
+      assert.equal(offline.failed, true);
+      assert.deepEqual(offline.mandatory, bad.policies);
+      assert.notEqual(cli.status, 0, cli.out);
+      for (const policy of bad.policies) assert.match(cli.out, new RegExp(`${policy}`));
+    });
+  }
+
+  it("both pass the compliant stack", () => {
+    assert.deepEqual(verify(), { failed: false, mandatory: [] });
+    const cli = pulumi("preview", "--policy-pack", "policy");
+    assert.equal(cli.status, 0, cli.out);
+  });
+
+  it("--policy-pack-config can make a mandatory policy advisory: the preview passes with a warning", () => {
+    withConfig(badStacks[0].change);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-policy-config-"));
+    const config = path.join(dir, "policy-config.json");
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ "rancher-records-cover-management-servers": "advisory" }),
+    );
+    const cli = pulumi("preview", "--policy-pack", "policy", "--policy-pack-config", config);
+    assert.equal(cli.status, 0, cli.out);
+    assert.match(cli.out, /rancher-records-cover-management-servers/);
+    assert.match(cli.out, /advisory/i);
+  });
+});
