@@ -1,4 +1,6 @@
+import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { ClusterDns, DnsDelivery, UpstreamResolverPreflight } from "../components/cluster-dns";
 import { LibvirtDnsRecords } from "../components/libvirt-dns";
 import { NodePreparation, ServerPortsPreflight } from "../components/node-preparation";
 import { EnvironmentModel, serversOf } from "./config/model";
@@ -7,6 +9,8 @@ import { EnvironmentSecrets } from "./config/load";
 export interface EnvironmentOutputs {
   readonly libvirtDnsRecords?: pulumi.Output<unknown>;
   readonly preparedNodes: Record<string, pulumi.Output<boolean>>;
+  /** rke2-coredns values per downstream cluster, as Rancher chartValues YAML. */
+  readonly downstreamChartValues: Record<string, string>;
 }
 
 /**
@@ -23,9 +27,8 @@ export function deployEnvironment(
   const outputs: {
     libvirtDnsRecords?: pulumi.Output<unknown>;
     preparedNodes: Record<string, pulumi.Output<boolean>>;
-  } = {
-    preparedNodes: {},
-  };
+    downstreamChartValues: Record<string, string>;
+  } = { preparedNodes: {}, downstreamChartValues: {} };
 
   if (model.deploy.libvirtDnsRecords) {
     const records = new LibvirtDnsRecords("libvirt-dns", {
@@ -66,6 +69,39 @@ export function deployEnvironment(
         { dependsOn: serverPreparations },
       );
     }
+  }
+  const [firstServer] = serversOf(model);
+  if (model.deploy.clusterDns && firstServer) {
+    const afterPreparation = preparations.has(firstServer.name)
+      ? [preparations.get(firstServer.name)!]
+      : [];
+    const delivery: DnsDelivery =
+      model.management.dnsDelivery === "helmChartConfig"
+        ? {
+            kind: "helmChartConfig",
+            provider: new k8s.Provider("management-cluster", {
+              kubeconfig: secrets.kubeconfig ?? pulumi.secret(""),
+            }),
+          }
+        : { kind: "serverManifest", server: firstServer, sshPrivateKey };
+    new ClusterDns(
+      `dns-${model.management.name}`,
+      { cluster: model.management, dns: model.dns, delivery },
+      { dependsOn: afterPreparation },
+    );
+    for (const cluster of model.rancher?.downstreamClusters ?? []) {
+      const dns = new ClusterDns(`dns-${cluster.name}`, {
+        cluster,
+        dns: model.dns,
+        delivery: { kind: "rancherChartValues" },
+      });
+      outputs.downstreamChartValues[cluster.name] = dns.chartValues;
+    }
+    new UpstreamResolverPreflight(
+      "upstream-resolvers",
+      { node: firstServer, sshPrivateKey, upstreams: model.dns.upstreamResolvers },
+      { dependsOn: afterPreparation },
+    );
   }
   return outputs;
 }

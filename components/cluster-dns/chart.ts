@@ -1,3 +1,5 @@
+import * as YAML from "yaml";
+
 /**
  * The rke2-coredns chart (1.47.x) values this project sets, and the text the chart renders from
  * them. The rendering follows the chart's templates whitespace for whitespace (configmap.yaml with
@@ -75,32 +77,69 @@ function indent(text: string, spaces: number): string {
     .join("\n");
 }
 
-/** `data.Corefile` of the CoreDNS ConfigMap. */
+/**
+ * `data.Corefile` of the CoreDNS ConfigMap: the chart's template output read back as YAML, which
+ * is what CoreDNS finally sees (the block scalar removes four spaces from every line, including
+ * the continuation lines of pasted `parameters`). Throws when the values break the ConfigMap.
+ */
 export function renderChartCorefile(
   values: CorednsChartValues,
   globals: ClusterChartGlobals,
 ): string {
+  let doc: unknown;
+  try {
+    doc = YAML.parse(renderChartConfigMapData(values, globals));
+  } catch (err) {
+    throw new ChartRenderError(
+      `the CoreDNS ConfigMap is not valid YAML: ${(err as Error).message.split("\n")[0]}`,
+    );
+  }
+  const data = (doc as { data?: Record<string, unknown> } | null)?.data;
+  if (!data || typeof data.Corefile !== "string" || Object.keys(data).length !== 1) {
+    throw new ChartRenderError(
+      "the CoreDNS ConfigMap's data holds something other than one Corefile",
+    );
+  }
+  return data.Corefile;
+}
+
+/** Values that the chart cannot turn into a valid ConfigMap. */
+export class ChartRenderError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ChartRenderError";
+  }
+}
+
+/**
+ * The `data:` section of the CoreDNS ConfigMap as the chart's template writes it. Template lines
+ * are indented four spaces; `parameters` are pasted verbatim, so a multi-line value whose
+ * continuation lines are indented less than four spaces breaks the ConfigMap's YAML.
+ */
+export function renderChartConfigMapData(
+  values: CorednsChartValues,
+  globals: ClusterChartGlobals,
+): string {
   const domain = globals.clusterDomain || "cluster.local";
-  const lines: string[] = [];
+  const out: string[] = ["data:", "  Corefile: |-"];
   for (const name of Object.keys(values.extraConfig ?? {}).sort()) {
     const parameters = values.extraConfig![name].parameters;
-    lines.push(parameters ? `${name} ${parameters}` : name);
+    out.push(`    ${name}${parameters ? ` ${parameters}` : ""}`);
   }
-  const blocks = (values.servers ?? DEFAULT_SERVERS).map((server) => {
+  for (const server of values.servers ?? DEFAULT_SERVERS) {
     const zones =
       server.zones.length === 0 ? "." : server.zones.map((z) => z.zone || ".").join(" ");
-    const header = `${zones}${server.port ? `:${server.port} ` : ""}{`;
-    const plugins = server.plugins.map((p) => {
-      let line = `    ${p.name}`;
-      if (p.parameters) {
+    out.push(`    ${zones}${server.port ? `:${server.port} ` : ""}{`);
+    for (const p of server.plugins) {
+      let line = `        ${p.name}`;
+      if (p.parameters)
         line += p.name === "kubernetes" ? `  ${domain}  ${p.parameters}` : `  ${p.parameters}`;
-      }
-      if (p.configBlock) line += ` {\n${indent(p.configBlock, 8)}\n    }`;
-      return line;
-    });
-    return [header, ...plugins, "}"].join("\n");
-  });
-  return [...lines, ...blocks].join("\n");
+      if (p.configBlock) line += ` {\n${indent(p.configBlock, 12)}\n        }`;
+      out.push(line);
+    }
+    out.push("    }");
+  }
+  return out.join("\n") + "\n";
 }
 
 /**

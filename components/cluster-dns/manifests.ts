@@ -1,15 +1,46 @@
 import * as YAML from "yaml";
 import { ClusterSettings, DnsSettings } from "../../infra/config/model";
 import { CorednsChartValues } from "./chart";
-import { renderChartValuesYaml } from "./values";
+import { dnsKubeletArgs, renderChartValuesYaml } from "./values";
+
+/** Annotations on the HelmChartConfig stating the cluster facts its values were rendered for. */
+export const ANNOTATIONS = {
+  clusterDomain: "rke2-remediation.io/cluster-domain",
+  clusterDnsIp: "rke2-remediation.io/cluster-dns-ip",
+  kubeProxyMode: "rke2-remediation.io/kube-proxy-mode",
+  kubeletClusterDns: "rke2-remediation.io/kubelet-cluster-dns",
+} as const;
+
+/** The address kubelet writes into pods' resolv.conf for these settings. */
+export function kubeletClusterDns(dns: DnsSettings, cluster: ClusterSettings): string {
+  const arg = dnsKubeletArgs(dns, cluster).find((a) => a.startsWith("cluster-dns="));
+  return arg ? arg.slice("cluster-dns=".length) : cluster.clusterDnsIp;
+}
 
 /** The HelmChartConfig RKE2's helm-controller merges into its packaged rke2-coredns HelmChart. */
-export function helmChartConfigObject(values: CorednsChartValues): Record<string, unknown> {
+export function helmChartConfigObject(
+  values: CorednsChartValues,
+  cluster?: ClusterSettings,
+  dns?: DnsSettings,
+): Record<string, unknown> {
+  const annotations =
+    cluster && dns
+      ? {
+          [ANNOTATIONS.clusterDomain]: cluster.clusterDomain,
+          [ANNOTATIONS.clusterDnsIp]: cluster.clusterDnsIp,
+          [ANNOTATIONS.kubeProxyMode]: cluster.kubeProxyMode,
+          [ANNOTATIONS.kubeletClusterDns]: kubeletClusterDns(dns, cluster),
+        }
+      : undefined;
   return {
     apiVersion: "helm.cattle.io/v1",
     kind: "HelmChartConfig",
     // Must match the packaged HelmChart's name and namespace, or helm-controller ignores it.
-    metadata: { name: "rke2-coredns", namespace: "kube-system" },
+    metadata: {
+      name: "rke2-coredns",
+      namespace: "kube-system",
+      ...(annotations ? { annotations } : {}),
+    },
     spec: { valuesContent: renderChartValuesYaml(values) },
   };
 }
@@ -46,4 +77,14 @@ export function dnsEgressNetworkPolicyObject(
 
 export function renderManifest(object: Record<string, unknown>): string {
   return YAML.stringify(object, { aliasDuplicateObjects: false });
+}
+
+/** Several objects as one multi-document manifest, as RKE2's manifests directory takes them. */
+export function renderManifests(objects: readonly Record<string, unknown>[]): string {
+  return objects.map((o) => renderManifest(o)).join("---\n");
+}
+
+/** Rancher `rkeConfig.chartValues`: values keyed by chart name. */
+export function renderRancherChartValues(values: CorednsChartValues): string {
+  return YAML.stringify({ "rke2-coredns": values }, { aliasDuplicateObjects: false });
 }

@@ -54,7 +54,13 @@ export function clusterDnsChartValues(
       ],
     });
   }
-  const plugins: CorednsPlugin[] = [...defaultBlock.plugins];
+  // Forward to the stack's resolvers rather than whatever the node's resolv.conf holds, so the
+  // resolvers the preflight checked (seed 004) are the ones CoreDNS uses.
+  const plugins: CorednsPlugin[] = defaultBlock.plugins.map((p) =>
+    p.name === "forward" && dns.upstreamResolvers.length > 0
+      ? { name: "forward", parameters: `. ${dns.upstreamResolvers.join(" ")}` }
+      : p,
+  );
   if (staticNames.length > 0) {
     const entries = staticNames.flatMap((name) =>
       dns.staticHosts[name].map((ip) => `${ip} ${name}`),

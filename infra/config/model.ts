@@ -56,6 +56,12 @@ export interface ClusterSettings {
   readonly etcdSnapshot: EtcdSnapshotSettings;
   /** "30000-60000". */
   readonly nodePortRange: string;
+  /**
+   * How the cluster DNS fix reaches the cluster: `serverManifest` (a file in the first server's
+   * manifests directory, picked up when RKE2 starts or is running) or `helmChartConfig` (through
+   * the Kubernetes API with the `kubeconfig` secret). Downstream clusters get Rancher chartValues.
+   */
+  readonly dnsDelivery: "serverManifest" | "helmChartConfig";
 }
 
 export interface LibvirtSettings {
@@ -127,7 +133,7 @@ export interface EnvironmentModel {
 }
 
 /** Names of the stack config keys that must hold Pulumi secrets. */
-export const SECRET_KEYS = ["sshPrivateKey", "rke2Token", "rancherToken"] as const;
+export const SECRET_KEYS = ["sshPrivateKey", "rke2Token", "rancherToken", "kubeconfig"] as const;
 export type SecretKey = (typeof SECRET_KEYS)[number];
 
 /** The default NetworkManager unmanaged list: the seed's devices plus RKE2's documented ones. */

@@ -76,7 +76,7 @@ export function validateEnvironment(
   checkServers(r, nodes, management, Array.isArray(v.nodes) && nodes.length === v.nodes.length);
   checkDownstreamMembership(r, nodes, rancher);
   checkDnsAgainstNetworks(r, dns, libvirt, clusters, nodes);
-  checkSecrets(r, raw, options, nodes, rancher);
+  checkSecrets(r, raw, options, nodes, rancher, management);
 
   if (r.problems.length > 0 || !libvirt) return { problems: r.problems };
   return {
@@ -274,6 +274,12 @@ function readClusterSettings(
     privateRegistry,
     etcdSnapshot: { scheduleCron, retention },
     nodePortRange,
+    dnsDelivery: r.oneOf(
+      o.dnsDelivery,
+      `${path}.dnsDelivery`,
+      ["serverManifest", "helmChartConfig"] as const,
+      "serverManifest",
+    ),
   };
 }
 
@@ -668,10 +674,12 @@ function checkSecrets(
   options: ValidationOptions,
   nodes: NodeSpec[],
   rancher: RancherSettings | undefined,
+  management: ClusterSettings,
 ): void {
   const needed = new Set<string>(["sshPrivateKey"]);
   if (nodes.some((n) => n.roles.includes("server"))) needed.add("rke2Token");
   if (rancher && rancher.downstreamClusters.length > 0) needed.add("rancherToken");
+  if (management.dnsDelivery === "helmChartConfig") needed.add("kubeconfig");
   for (const key of SECRET_KEYS) {
     const present = raw.values[key] !== undefined || raw.secretKeys.has(key);
     if (present && !raw.secretKeys.has(key)) {

@@ -1,4 +1,11 @@
 import { Policy } from "@pulumi/policy";
+import { corednsClusterDomainReachesKubernetes } from "./coredns-cluster-domain-reaches-kubernetes";
+import { corednsConfigMapStaysValid } from "./coredns-configmap-stays-valid";
+import { corednsForwardNotALoop } from "./coredns-forward-not-a-loop";
+import { corednsValuesKnownKeys } from "./coredns-values-known-keys";
+import { networkPolicyDnsUdpAndTcp } from "./networkpolicy-dns-udp-and-tcp";
+import { nodeLocalCarriesFixZones } from "./nodelocal-carries-fix-zones";
+import { nodeLocalIpvsConsistent } from "./nodelocal-ipvs-consistent";
 import { cniDevicesUnmanaged } from "./cni-devices-unmanaged";
 import { firewallServiceNeverStopped } from "./firewall-service-never-stopped";
 import { libvirtDhcpDomainLocal } from "./libvirt-dhcp-domain-local";
@@ -20,4 +27,11 @@ export const allPolicies: Policy[] = [
   libvirtRecordOutsideNeutralizedDomain,
   rancherRecordsCoverManagementServers,
   libvirtDhcpDomainLocal,
+  corednsClusterDomainReachesKubernetes,
+  corednsConfigMapStaysValid,
+  corednsValuesKnownKeys,
+  corednsForwardNotALoop,
+  nodeLocalIpvsConsistent,
+  nodeLocalCarriesFixZones,
+  networkPolicyDnsUdpAndTcp,
 ];

@@ -2,9 +2,21 @@
 export const LIBVIRT_DNS_TYPE = "pulumi-nodejs:dynamic/libvirt:DnsHostRecords";
 export const NODE_PREPARATION_TYPE = "pulumi-nodejs:dynamic/node:Preparation";
 export const REMOTE_COMMAND_TYPE = "command:remote:Command";
+export const REMOTE_FILE_TYPE = "pulumi-nodejs:dynamic/host:File";
+export const UPSTREAM_PREFLIGHT_TYPE = "pulumi-nodejs:dynamic/dns:UpstreamPreflight";
+export const HELM_CHART_CONFIG_TYPE = "kubernetes:helm.cattle.io/v1:HelmChartConfig";
+export const NETWORK_POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy";
+export const RANCHER_CLUSTER_TYPE = "rancher2:index/clusterV2:ClusterV2";
 
 /** Types whose resources open SSH sessions and therefore must pin the host key. */
-export const SSH_RESOURCE_TYPES = [LIBVIRT_DNS_TYPE, NODE_PREPARATION_TYPE, REMOTE_COMMAND_TYPE];
+export const SSH_RESOURCE_TYPES = [
+  LIBVIRT_DNS_TYPE,
+  NODE_PREPARATION_TYPE,
+  REMOTE_COMMAND_TYPE,
+  REMOTE_FILE_TYPE,
+  UPSTREAM_PREFLIGHT_TYPE,
+  "pulumi-nodejs:dynamic/node:PortsPreflight",
+];
 
 export function objectProp(
   props: Record<string, unknown>,

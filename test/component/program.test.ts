@@ -1,5 +1,6 @@
 import * as assert from "assert/strict";
 import * as pulumi from "@pulumi/pulumi";
+import * as YAML from "yaml";
 import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
 import { EnvironmentModel } from "../../infra/config/model";
 import { loadEnvironmentModel } from "../../infra/config/validate";
@@ -92,6 +93,54 @@ describe("program (Pulumi mocks)", function () {
       assert.ok(isSecret(r.inputs.sshPrivateKey), `${r.name} holds the key in plain text`);
   });
 
+  it("delivers the management cluster's DNS fix as a server manifest after that server is prepared", () => {
+    const [manifest] = ofType("pulumi-nodejs:dynamic/host:File");
+    assert.ok(manifest, "no manifest file resource");
+    assert.equal(
+      manifest.inputs.path,
+      "/var/lib/rancher/rke2/server/manifests/rke2-remediation-dns.yaml",
+    );
+    assert.deepEqual(manifest.inputs.connection, {
+      host: "192.168.122.20",
+      port: 22,
+      user: "root",
+      hostKey: model.nodes[0].ssh.hostKey,
+    });
+    const docs = String(manifest.inputs.content)
+      .split("---\n")
+      .map((d) => YAML.parse(d));
+    assert.deepEqual(
+      docs.map((d) => d.kind),
+      ["HelmChartConfig", "NetworkPolicy", "NetworkPolicy"],
+    );
+    assert.equal(docs[0].metadata.name, "rke2-coredns");
+    const component = resources.find(
+      (r) => r.type === "rke2remediation:dns:ClusterDns" && r.name === "dns-management",
+    )!;
+    assert.ok(component.dependencies.some((u) => u.endsWith("prepare-sza122020.local-host")));
+  });
+
+  it("gives each downstream cluster its values as Rancher chartValues, with nothing to apply itself", () => {
+    assert.equal(ofType("rke2remediation:dns:ClusterDns").length, 2);
+    const downstream = resources.filter((r) => r.parent.endsWith("ClusterDns::dns-uat1"));
+    assert.deepEqual(downstream, []);
+  });
+
+  it("through the Kubernetes API when the stack chooses helmChartConfig", async () => {
+    const viaApi = {
+      ...model,
+      management: { ...model.management, dnsDelivery: "helmChartConfig" as const },
+    };
+    const recorded = await record(viaApi);
+    const [hcc] = recorded.filter((r) => r.type === "kubernetes:helm.cattle.io/v1:HelmChartConfig");
+    assert.equal((hcc.inputs.metadata as { name: string }).name, "rke2-coredns");
+    assert.equal(
+      recorded.filter((r) => r.type === "kubernetes:networking.k8s.io/v1:NetworkPolicy").length,
+      2,
+    );
+    assert.equal(recorded.filter((r) => r.type === "pulumi-nodejs:dynamic/host:File").length, 0);
+  });
+
   it("leaves kube-ipvs0 down unless the stack asks otherwise", () => {
     for (const r of ofType("pulumi-nodejs:dynamic/node:Preparation"))
       assert.equal(r.inputs.bringUpKubeIpvs, false);
@@ -100,7 +149,13 @@ describe("program (Pulumi mocks)", function () {
   it("creates nothing for parts the stack turns off", async () => {
     const off = {
       ...model,
-      deploy: { ...model.deploy, libvirtDnsRecords: false, nodePreparation: false },
+      deploy: {
+        libvirtDnsRecords: false,
+        nodePreparation: false,
+        rke2Servers: false,
+        clusterDns: false,
+        rancherClusters: false,
+      },
     };
     const none = await record(off);
     assert.equal(none.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic/")).length, 0);

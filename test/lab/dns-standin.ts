@@ -5,15 +5,21 @@
  *
  *   node bin/test/lab/dns-standin.js --stack local --render <dir> --out <dir> [--mode stack|default]
  *
- * `--mode default` uses the chart's default Corefile instead: the estate as found, before any fix.
+ * `--mode default` uses the chart's default Corefile instead: the estate as found, before any fix;
+ * `--mode seed` runs seed 000's own HelmChartConfig; `--mode stack-missing-zones` runs the stack's
+ * fix behind a node-local cache whose extraClusterDomains were left empty.
  * Prints shell assignments (CLUSTER_DNS_IP=...) for the lab script.
  */
 import * as fs from "fs";
 import * as path from "path";
 import {
+  CorednsChartValues,
   renderChartCorefile,
+  renderChartNodeLocalCorefile,
   substituteNodeLocalPlaceholders,
 } from "../../components/cluster-dns/chart";
+import { clusterDnsChartValues } from "../../components/cluster-dns/values";
+import * as YAML from "yaml";
 import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
 import { ClusterSettings } from "../../infra/config/model";
 import { loadEnvironmentModel } from "../../infra/config/validate";
@@ -59,6 +65,21 @@ export function clusterZoneFile(cluster: ClusterSettings): string {
   ].join("\n");
 }
 
+/** Seed 000's own HelmChartConfig values (test/fixtures). */
+export function seedValues(): CorednsChartValues {
+  const file = path.join(
+    __dirname,
+    "..",
+    "..",
+    "..",
+    "test",
+    "fixtures",
+    "seed-000-helmchartconfig.yaml",
+  );
+  const doc = YAML.parse(fs.readFileSync(file, "utf8")) as { spec: { valuesContent: string } };
+  return YAML.parse(doc.spec.valuesContent) as CorednsChartValues;
+}
+
 interface IndexEntry {
   kind: string;
   path: string;
@@ -92,21 +113,27 @@ function main(argv: readonly string[]): void {
   const rendered =
     mode === "default"
       ? renderChartCorefile({}, globals)
-      : fs.readFileSync(path.join(renderDir, file("coredns-corefile")!.path), "utf8");
+      : mode === "seed"
+        ? renderChartCorefile(seedValues(), globals)
+        : fs.readFileSync(path.join(renderDir, file("coredns-corefile")!.path), "utf8");
   fs.writeFileSync(
     path.join(out, "Corefile"),
     replaceKubernetesPlugin(rendered, cluster.clusterDomain, zoneFile) + "\n",
   );
 
-  const nodeLocal = mode === "stack" ? file("nodelocal-corefile") : undefined;
+  const nodeLocal =
+    mode === "stack" || mode === "stack-missing-zones" ? file("nodelocal-corefile") : undefined;
   if (nodeLocal) {
-    const text = substituteNodeLocalPlaceholders(
-      fs.readFileSync(path.join(renderDir, nodeLocal.path), "utf8"),
-      {
-        upstreamServers: "/etc/resolv.conf",
-        clusterDnsUpstream: COREDNS_UPSTREAM_ADDRESS,
-      },
-    );
+    const values = clusterDnsChartValues(model.dns, cluster);
+    // stack-missing-zones: the node-local cache without the fix's zones, which bypasses the fix.
+    const chartText =
+      mode === "stack-missing-zones" && values.nodelocal
+        ? renderChartNodeLocalCorefile({ ...values.nodelocal, extraClusterDomains: [] }, globals)
+        : fs.readFileSync(path.join(renderDir, nodeLocal.path), "utf8");
+    const text = substituteNodeLocalPlaceholders(chartText, {
+      upstreamServers: "/etc/resolv.conf",
+      clusterDnsUpstream: COREDNS_UPSTREAM_ADDRESS,
+    });
     fs.writeFileSync(path.join(out, "Corefile.nodelocal"), text);
   }
   console.log(`CLUSTER_NAME=${cluster.name}`);

@@ -27,7 +27,7 @@ export function localStackConfig(
       libvirtDnsRecords: true,
       nodePreparation: true,
       rke2Servers: false,
-      clusterDns: false,
+      clusterDns: true,
       rancherClusters: false,
     },
     [`${NS}:libvirt`]: {

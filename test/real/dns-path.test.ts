@@ -5,7 +5,19 @@
 import * as assert from "assert/strict";
 import * as fs from "fs";
 import * as path from "path";
-import { inNamespace, lab, LAB_DIR, run } from "./lab";
+import * as YAML from "yaml";
+import { helmChartConfigObject } from "../../components/cluster-dns/manifests";
+import { clusterDnsChartValues } from "../../components/cluster-dns/values";
+import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
+import { loadEnvironmentModel } from "../../infra/config/validate";
+import { evaluatePolicies } from "../../policy/evaluate";
+import { corednsClusterDomainReachesKubernetes } from "../../policy/policies/coredns-cluster-domain-reaches-kubernetes";
+import { nodeLocalCarriesFixZones } from "../../policy/policies/nodelocal-carries-fix-zones";
+import { HELM_CHART_CONFIG_TYPE } from "../../policy/policies/resource-types";
+import { resource } from "../policy/util";
+import { inNamespace, lab, LAB_DIR, REPO, run } from "./lab";
+
+const SEED_FIXTURE = path.join(REPO, "test", "fixtures", "seed-000-helmchartconfig.yaml");
 
 const POD = "rke2r-pod";
 
@@ -113,50 +125,48 @@ describe("cluster DNS path (real CoreDNS, real dnsmasq)", function () {
     });
   });
 
-  describe("the seed's own fix", () => {
-    it("a bare `local` server block answers NXDOMAIN for every cluster service", () => {
-      const { CLUSTER_DOMAIN } = env();
-      const dir = fs.mkdtempSync(path.join(LAB_DIR, "seedfix-"));
-      const zone = path.join(LAB_DIR, "dns", "cluster.zone");
-      const corefile = path.join(dir, "Corefile");
-      // Seed 000's HelmChartConfig: the default block plus `local { template ... rcode NXDOMAIN }`.
-      fs.writeFileSync(
-        corefile,
-        [
-          `.:5353 {`,
-          `    errors`,
-          `    file ${zone} ${CLUSTER_DOMAIN}`,
-          `    forward . /etc/resolv.conf`,
-          `}`,
-          `local:5353 {`,
-          `    template ANY ANY local {`,
-          `        rcode NXDOMAIN`,
-          `    }`,
-          `}`,
-        ].join("\n"),
+  describe("the seed's own fix (its HelmChartConfig, rendered by the chart)", () => {
+    before(() => assert.equal(lab("dns", "seed").status, 0));
+    after(() => assert.equal(lab("dns", "stack").status, 0));
+
+    it("answers ai-ear.cn, but NXDOMAIN for every cluster service, and the policy flags it", async () => {
+      const { CLUSTER_DNS_IP, CLUSTER_DOMAIN } = env();
+      assert.deepEqual(dig(CLUSTER_DNS_IP, "ai-ear.cn").answers, SERVERS);
+      assert.equal(
+        dig(CLUSTER_DNS_IP, `kubernetes.default.svc.${CLUSTER_DOMAIN}`).status,
+        "NXDOMAIN",
       );
-      const coredns = path.join(
-        fs.readFileSync(path.join(LAB_DIR, "toolchain.path"), "utf8").trim(),
-        "coredns",
+      const seed = resource(
+        HELM_CHART_CONFIG_TYPE,
+        YAML.parse(fs.readFileSync(SEED_FIXTURE, "utf8")),
       );
-      const server = run("bash", [
-        "-c",
-        `ip netns exec rke2r-coredns ${coredns} -conf ${corefile} >${dir}/log 2>&1 & echo $!; sleep 1`,
-      ]);
-      try {
-        const r = inNamespace("rke2r-coredns", [
-          "dig",
-          "+time=2",
-          "+tries=1",
-          "-p",
-          "5353",
-          "@127.0.0.1",
-          `kubernetes.default.svc.${CLUSTER_DOMAIN}`,
-        ]);
-        assert.match(r.stdout, /status: NXDOMAIN/);
-      } finally {
-        run("kill", [server.stdout.trim()]);
-      }
+      const violations = await evaluatePolicies([corednsClusterDomainReachesKubernetes], [seed]);
+      assert.equal(violations.length, 1);
+    });
+  });
+
+  describe("the fix behind a node-local cache without its zones", () => {
+    before(() => assert.equal(lab("dns", "stack-missing-zones").status, 0));
+    after(() => assert.equal(lab("dns", "stack").status, 0));
+
+    it("times out on ai-ear.cn.local again, and the policy flags the values", async () => {
+      const r = getent("ai-ear.cn");
+      assert.ok(
+        r.status !== 0 || r.ms >= 5000,
+        `lookup returned in ${r.ms} ms with status ${r.status}`,
+      );
+      const model = loadEnvironmentModel("local", rawConfigFromStackFile(stackFilePath("local")), {
+        requireSecrets: false,
+      });
+      const cluster = model.rancher!.downstreamClusters[0];
+      const values = clusterDnsChartValues(model.dns, cluster);
+      const broken = { ...values, nodelocal: { ...values.nodelocal!, extraClusterDomains: [] } };
+      const hcc = resource(
+        HELM_CHART_CONFIG_TYPE,
+        helmChartConfigObject(broken, cluster, model.dns),
+      );
+      const violations = await evaluatePolicies([nodeLocalCarriesFixZones], [hcc]);
+      assert.match(violations[0]?.message ?? "", /lacks ai-ear\.cn, local/);
     });
   });
 });

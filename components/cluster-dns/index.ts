@@ -1,0 +1,105 @@
+/**
+ * The cluster DNS fix for one cluster (seeds 000, 001, 004), delivered one of three ways:
+ *   - helmChartConfig:   a HelmChartConfig `rke2-coredns` in kube-system through @pulumi/kubernetes,
+ *                        for a running cluster; unchanged values make no update, so CoreDNS
+ *                        restarts only when the rendered config changed;
+ *   - serverManifest:    a manifest in /var/lib/rancher/rke2/server/manifests on the first server,
+ *                        written over SSH before RKE2 first starts (standalone RKE2);
+ *   - rancherChartValues: the values as Rancher `chartValues`, for a ClusterV2 to carry.
+ * Plus the DNS-egress NetworkPolicies and a live preflight of the upstream resolvers.
+ */
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { ClusterSettings, DnsSettings, NodeSpec } from "../../infra/config/model";
+import { RemoteFile } from "../remote-file";
+import { CorednsChartValues } from "./chart";
+import {
+  dnsEgressNetworkPolicyObject,
+  helmChartConfigObject,
+  renderManifests,
+  renderRancherChartValues,
+} from "./manifests";
+import { clusterDnsChartValues } from "./values";
+
+export { UpstreamResolverPreflight } from "./preflight";
+
+/** Where RKE2 applies manifests from by itself. */
+export const RKE2_MANIFESTS_DIR = "/var/lib/rancher/rke2/server/manifests";
+export const DNS_MANIFEST_PATH = `${RKE2_MANIFESTS_DIR}/rke2-remediation-dns.yaml`;
+
+export type DnsDelivery =
+  | { readonly kind: "helmChartConfig"; readonly provider: k8s.Provider }
+  | {
+      readonly kind: "serverManifest";
+      readonly server: NodeSpec;
+      readonly sshPrivateKey: pulumi.Input<string>;
+    }
+  | { readonly kind: "rancherChartValues" };
+
+export interface ClusterDnsArgs {
+  readonly cluster: ClusterSettings;
+  readonly dns: DnsSettings;
+  readonly delivery: DnsDelivery;
+}
+
+export class ClusterDns extends pulumi.ComponentResource {
+  /** The rke2-coredns values (chart defaults when the stack configures no fix). */
+  public readonly values: CorednsChartValues;
+  /** The values as Rancher `rkeConfig.chartValues` YAML. */
+  public readonly chartValues: string;
+
+  constructor(name: string, args: ClusterDnsArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("rke2remediation:dns:ClusterDns", name, {}, opts);
+    const { cluster, dns, delivery } = args;
+    this.values = clusterDnsChartValues(dns, cluster);
+    this.chartValues = renderRancherChartValues(this.values);
+    const helmChartConfig = helmChartConfigObject(this.values, cluster, dns);
+    const policies = dns.policyNamespaces.map((ns) =>
+      dnsEgressNetworkPolicyObject(ns, dns, cluster),
+    );
+
+    switch (delivery.kind) {
+      case "helmChartConfig": {
+        const k8sOpts = { parent: this, provider: delivery.provider };
+        new k8s.apiextensions.CustomResource(
+          `${name}-rke2-coredns`,
+          helmChartConfig as k8s.apiextensions.CustomResourceArgs,
+          k8sOpts,
+        );
+        for (const policy of policies) {
+          const ns = (policy.metadata as { namespace: string }).namespace;
+          new k8s.networking.v1.NetworkPolicy(
+            `${name}-dns-egress-${ns}`,
+            policy as k8s.networking.v1.NetworkPolicyArgs,
+            k8sOpts,
+          );
+        }
+        break;
+      }
+      case "serverManifest":
+        // Retained: removing the manifest would not undo the fix, and a later server start
+        // must still find it.
+        new RemoteFile(
+          `${name}-manifest`,
+          {
+            hostName: delivery.server.name,
+            ssh: delivery.server.ssh,
+            sshPrivateKey: delivery.sshPrivateKey,
+            path: DNS_MANIFEST_PATH,
+            content: renderManifests([helmChartConfig, ...policies]),
+            mode: "0600",
+            retainOnDelete: true,
+          },
+          { parent: this },
+        );
+        break;
+      case "rancherChartValues":
+        break;
+      default: {
+        const unknown: never = delivery;
+        throw new pulumi.ResourceError(`unknown DNS delivery ${JSON.stringify(unknown)}`, this);
+      }
+    }
+    this.registerOutputs({ chartValues: this.chartValues });
+  }
+}

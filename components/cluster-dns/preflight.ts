@@ -1,0 +1,122 @@
+/**
+ * Live preflight for seed 004, run from a node: each upstream resolver answers a random-name
+ * HINFO query under in-addr.arpa within 2 s, as the loop plugin and node-local-dns require.
+ * `read` checks again, so a resolver that went silent shows up on refresh.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { NodeSpec } from "../../infra/config/model";
+import { componentFile } from "../assets";
+import * as ssh from "../ssh/run-script";
+
+export interface UpstreamPreflightState {
+  readonly node: string;
+  readonly connection: { host: string; port: number; user: string; hostKey: string };
+  readonly sshPrivateKey: string;
+  readonly script: string;
+  readonly upstreams: readonly string[];
+  /** Upstreams that did not answer; empty when the preflight holds. */
+  readonly silent: readonly string[];
+}
+
+export function silentUpstreams(stdout: string): string[] {
+  return stdout
+    .split("\n")
+    .filter((l) => l.endsWith(" silent"))
+    .map((l) => l.split(" ")[0]);
+}
+
+async function probe(state: UpstreamPreflightState): Promise<string[]> {
+  const result = await ssh
+    .runScript({ ...state.connection, privateKey: state.sshPrivateKey }, state.script, {
+      params: { UPSTREAMS: state.upstreams.join(" ") },
+      timeoutMs: 60000,
+    })
+    .catch((err: Error) => {
+      throw new Error(`upstream preflight on ${state.node}: ${err.message}`);
+    });
+  if (result.exitCode !== 0)
+    throw new Error(`upstream preflight on ${state.node}: ${ssh.failureReason(result)}`);
+  return silentUpstreams(result.stdout);
+}
+
+export const upstreamPreflightProvider: pulumi.dynamic.ResourceProvider = {
+  async diff(_id: string, olds: UpstreamPreflightState, news: UpstreamPreflightState) {
+    const changes =
+      olds.silent.length > 0 ||
+      JSON.stringify([olds.upstreams, olds.connection, olds.script, olds.sshPrivateKey]) !==
+        JSON.stringify([news.upstreams, news.connection, news.script, news.sshPrivateKey]);
+    return { changes };
+  },
+  async create(inputs: UpstreamPreflightState) {
+    const silent = await probe(inputs);
+    if (silent.length > 0) {
+      throw new Error(
+        `upstream resolver(s) ${silent.join(", ")} did not answer a HINFO query under in-addr.arpa within 2 s ` +
+          `(checked from ${inputs.node}); node-local-dns and CoreDNS's loop plugin crash-loop on such a resolver (seed 004). ` +
+          "Use resolvers that answer, and at least two.",
+      );
+    }
+    return { id: `${inputs.node}/upstream-preflight`, outs: { ...inputs, silent: [] } };
+  },
+  async read(id: string, props: UpstreamPreflightState) {
+    return { id, props: { ...props, silent: await probe(props) } };
+  },
+  async update(_id: string, _olds: UpstreamPreflightState, news: UpstreamPreflightState) {
+    return { outs: (await upstreamPreflightProvider.create!(news)).outs };
+  },
+  async delete() {},
+};
+
+class UpstreamPreflightResource extends pulumi.dynamic.Resource {
+  declare readonly silent: pulumi.Output<string[]>;
+
+  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+    super(upstreamPreflightProvider, name, props, opts, "dns", "UpstreamPreflight");
+  }
+}
+
+export interface UpstreamResolverPreflightArgs {
+  /** The node the queries are sent from. */
+  readonly node: NodeSpec;
+  readonly sshPrivateKey: pulumi.Input<string>;
+  readonly upstreams: readonly string[];
+}
+
+export class UpstreamResolverPreflight extends pulumi.ComponentResource {
+  public readonly silent: pulumi.Output<string[]>;
+
+  constructor(
+    name: string,
+    args: UpstreamResolverPreflightArgs,
+    opts?: pulumi.ComponentResourceOptions,
+  ) {
+    super("rke2remediation:dns:UpstreamResolverPreflight", name, {}, opts);
+    const { node } = args;
+    const resource = new UpstreamPreflightResource(
+      `${name}-check`,
+      {
+        node: node.name,
+        connection: {
+          host: node.ssh.host,
+          port: node.ssh.port,
+          user: node.ssh.user,
+          hostKey: node.ssh.hostKey,
+        },
+        sshPrivateKey: pulumi.secret(args.sshPrivateKey),
+        script: componentFile(__dirname, "preflight-upstreams.sh"),
+        upstreams: [...args.upstreams],
+        silent: [],
+      },
+      { parent: this, additionalSecretOutputs: ["sshPrivateKey"] },
+    );
+    if (args.upstreams.length < 2) {
+      pulumi.log.warn(
+        `only one upstream resolver (${args.upstreams.join(", ")}): when it stops answering, as 114.114.114.114 did ` +
+          "for HINFO probes in seed 004, every lookup outside the cluster fails; configure at least two.",
+        this,
+      );
+    }
+    this.silent = resource.silent;
+    this.registerOutputs({ silent: this.silent });
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * One file on a host, converged over SSH with a pinned host key: written atomically with its
+ * mode, read back on refresh so hand edits show as drift. Used for files RKE2 picks up by
+ * itself, such as manifests in /var/lib/rancher/rke2/server/manifests.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { SshEndpoint } from "../../infra/config/model";
+import { componentFile } from "../assets";
+import * as ssh from "../ssh/run-script";
+
+export const REMOTE_FILE_RESOURCE_TYPE = "pulumi-nodejs:dynamic/host:File";
+
+export interface RemoteFileState {
+  readonly host: string;
+  readonly connection: { host: string; port: number; user: string; hostKey: string };
+  readonly sshPrivateKey: string;
+  readonly script: string;
+  readonly path: string;
+  /** Desired content on input; found content on output ("" when absent). */
+  readonly content: string;
+  readonly mode: string;
+  /** Whether the file exists, as found. */
+  readonly present?: boolean;
+  /** Keep the file when the resource is deleted. */
+  readonly retainOnDelete: boolean;
+}
+
+export function parseFileReport(stdout: string): {
+  present: boolean;
+  mode: string;
+  content: string;
+} {
+  const line = stdout.trim().split("\n").pop() ?? "";
+  const [state, mode, b64] = line.split(" ");
+  if (state === "present")
+    return { present: true, mode, content: Buffer.from(b64 ?? "", "base64").toString("utf8") };
+  if (state === "absent") return { present: false, mode: "", content: "" };
+  throw new Error(`unexpected file report "${line}"`);
+}
+
+async function runFileScript(state: RemoteFileState, action: "read" | "write" | "delete") {
+  const result = await ssh
+    .runScript({ ...state.connection, privateKey: state.sshPrivateKey }, state.script, {
+      params: {
+        ACTION: action,
+        FILE: state.path,
+        CONTENT: Buffer.from(state.content).toString("base64"),
+        MODE: state.mode,
+      },
+      timeoutMs: 60000,
+      onProgress: (line) => pulumi.log.info(`${state.host}: ${line}`),
+    })
+    .catch((err: Error) => {
+      throw new Error(`${state.host} ${state.path}: ${err.message}`);
+    });
+  if (result.exitCode !== 0)
+    throw new Error(`${state.host} ${state.path}: ${ssh.failureReason(result)}`);
+  const found = parseFileReport(result.stdout);
+  return {
+    ...state,
+    content: found.content,
+    mode: found.present ? found.mode : state.mode,
+    present: found.present,
+  };
+}
+
+export const remoteFileProvider: pulumi.dynamic.ResourceProvider = {
+  async diff(_id: string, olds: RemoteFileState, news: RemoteFileState) {
+    const changed = (["content", "mode", "path", "script", "sshPrivateKey"] as const).filter(
+      (k) => olds[k] !== news[k],
+    );
+    const connectionChanged = JSON.stringify(olds.connection) !== JSON.stringify(news.connection);
+    return {
+      changes: changed.length > 0 || connectionChanged || olds.present === false,
+      replaces:
+        olds.path !== news.path || olds.connection.host !== news.connection.host ? ["path"] : [],
+      deleteBeforeReplace: false,
+    };
+  },
+  async create(inputs: RemoteFileState) {
+    return { id: `${inputs.host}:${inputs.path}`, outs: await runFileScript(inputs, "write") };
+  },
+  async read(id: string, props: RemoteFileState) {
+    return { id, props: await runFileScript(props, "read") };
+  },
+  async update(_id: string, _olds: RemoteFileState, news: RemoteFileState) {
+    return { outs: await runFileScript(news, "write") };
+  },
+  async delete(_id: string, props: RemoteFileState) {
+    if (!props.retainOnDelete) await runFileScript(props, "delete");
+  },
+};
+
+class RemoteFileResource extends pulumi.dynamic.Resource {
+  declare readonly content: pulumi.Output<string>;
+  declare readonly present: pulumi.Output<boolean>;
+
+  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+    super(remoteFileProvider, name, props, opts, "host", "File");
+  }
+}
+
+export interface RemoteFileArgs {
+  /** A name for the host in messages, e.g. the node name. */
+  readonly hostName: string;
+  readonly ssh: SshEndpoint;
+  readonly sshPrivateKey: pulumi.Input<string>;
+  /** Absolute path on the host. */
+  readonly path: string;
+  readonly content: pulumi.Input<string>;
+  /** Octal mode, default 0600. */
+  readonly mode?: string;
+  /** Leave the file on the host when the resource is deleted. Default false. */
+  readonly retainOnDelete?: boolean;
+}
+
+export class RemoteFile extends pulumi.ComponentResource {
+  /** The content found on the host after the last update or refresh. */
+  public readonly content: pulumi.Output<string>;
+
+  constructor(name: string, args: RemoteFileArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("rke2remediation:host:File", name, {}, opts);
+    if (!args.path.startsWith("/"))
+      throw new pulumi.ResourceError(
+        `${args.hostName}: path "${args.path}" must be absolute.`,
+        this,
+      );
+    const file = new RemoteFileResource(
+      `${name}-file`,
+      {
+        host: args.hostName,
+        connection: {
+          host: args.ssh.host,
+          port: args.ssh.port,
+          user: args.ssh.user,
+          hostKey: args.ssh.hostKey,
+        },
+        sshPrivateKey: pulumi.secret(args.sshPrivateKey),
+        script: componentFile(__dirname, "remote-file.sh"),
+        path: args.path,
+        content: args.content,
+        mode: args.mode ?? "0600",
+        present: true,
+        retainOnDelete: args.retainOnDelete ?? false,
+      },
+      { parent: this, additionalSecretOutputs: ["sshPrivateKey"] },
+    );
+    this.content = file.content;
+    this.registerOutputs({ content: this.content });
+  }
+}
