@@ -5,11 +5,11 @@
  */
 import * as assert from "assert/strict";
 import { spawnSync } from "child_process";
-import { lab, REPO, run, ruleset, unitState, virsh } from "../real/lab";
+import { lab, LAB_STACK, labNs, REPO, run, ruleset, unitState, virsh } from "../real/lab";
 import { runScript } from "../../components/ssh/run-script";
 import { nodeConnection } from "../real/lab";
 
-const STACK = "local";
+const STACK = LAB_STACK;
 const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
 
 function pulumi(...args: string[]) {
@@ -132,7 +132,7 @@ describe("pulumi CLI on the local stack", function () {
         run("ip", [
           "netns",
           "exec",
-          "rke2r-n31",
+          labNs("n31"),
           "iptables",
           "-A",
           "INPUT",

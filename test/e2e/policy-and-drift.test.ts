@@ -11,9 +11,9 @@ import * as path from "path";
 import * as YAML from "yaml";
 import { runScript } from "../../components/ssh/run-script";
 import { stackFilePath } from "../../infra/config/load";
-import { inNamespace, nodeConnection, nodeFile, REPO, virsh } from "../real/lab";
+import { inNamespace, LAB_STACK, labNs, nodeConnection, nodeFile, REPO, virsh } from "../real/lab";
 
-const STACK = "local";
+const STACK = LAB_STACK;
 const NS = "rke2-remediation";
 
 function pulumi(...args: string[]) {
@@ -66,7 +66,7 @@ describe("drift detection with the real CLI", function () {
       {
         what: "a REJECT rule re-added",
         inject: async () => {
-          const r = inNamespace("rke2r-n20", [
+          const r = inNamespace(labNs("n20"), [
             "iptables",
             "-A",
             "INPUT",

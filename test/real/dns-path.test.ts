@@ -15,11 +15,11 @@ import { corednsClusterDomainReachesKubernetes } from "../../policy/policies/cor
 import { nodeLocalCarriesFixZones } from "../../policy/policies/nodelocal-carries-fix-zones";
 import { HELM_CHART_CONFIG_TYPE } from "../../policy/policies/resource-types";
 import { resource } from "../policy/util";
-import { inNamespace, lab, LAB_DIR, REPO, run } from "./lab";
+import { inNamespace, lab, LAB_DIR, LAB_STACK, labNs, REPO, run } from "./lab";
 
 const SEED_FIXTURE = path.join(REPO, "test", "fixtures", "seed-000-helmchartconfig.yaml");
 
-const POD = "rke2r-pod";
+const POD = labNs("pod");
 
 function getent(name: string) {
   return inNamespace(POD, ["getent", "ahosts", name], 60000);
@@ -155,9 +155,13 @@ describe("cluster DNS path (real CoreDNS, real dnsmasq)", function () {
         r.status !== 0 || r.ms >= 5000,
         `lookup returned in ${r.ms} ms with status ${r.status}`,
       );
-      const model = loadEnvironmentModel("local", rawConfigFromStackFile(stackFilePath("local")), {
-        requireSecrets: false,
-      });
+      const model = loadEnvironmentModel(
+        LAB_STACK,
+        rawConfigFromStackFile(stackFilePath(LAB_STACK)),
+        {
+          requireSecrets: false,
+        },
+      );
       const cluster = model.rancher!.downstreamClusters[0];
       const values = clusterDnsChartValues(model.dns, cluster);
       const broken = { ...values, nodelocal: { ...values.nodelocal!, extraClusterDomains: [] } };

@@ -4,7 +4,15 @@ import * as fs from "fs";
 import * as path from "path";
 import { SshConnection } from "../../components/ssh/run-script";
 
-export const LAB_DIR = process.env.RKE2R_LAB_DIR ?? "/var/tmp/rke2r-lab";
+export const LAB_PREFIX = process.env.RKE2R_LAB_PREFIX ?? "rke2r";
+export const LAB_DIR = process.env.RKE2R_LAB_DIR ?? `/var/tmp/${LAB_PREFIX}-lab`;
+/** The stack the lab wrote for its estate. */
+export const LAB_STACK = process.env.RKE2R_LAB_STACK ?? "local";
+
+/** A lab namespace by its role: "pod", "kvm", "n20", ... */
+export function labNs(role: string): string {
+  return `${LAB_PREFIX}-${role}`;
+}
 export const REPO = path.resolve(__dirname, "..", "..", "..");
 
 export function operatorKey(): string {
@@ -117,7 +125,7 @@ export function nodeFile(octet: number, file: string): string {
 
 /** iptables-save of a node without counters and comments lines, for before/after comparison. */
 export function ruleset(octet: number, tool: "iptables" | "ip6tables" = "iptables"): string[] {
-  const r = inNamespace(`rke2r-n${octet}`, [`${tool}-save`]);
+  const r = inNamespace(labNs(`n${octet}`), [`${tool}-save`]);
   if (r.status !== 0) throw new Error(`${tool}-save failed: ${r.stderr}`);
   return r.stdout
     .split("\n")

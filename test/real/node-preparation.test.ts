@@ -14,7 +14,7 @@ import { renderUnmanagedDevicesConfig } from "../../components/node-preparation/
 import { runScript } from "../../components/ssh/run-script";
 import { DEFAULT_UNMANAGED_DEVICES } from "../../infra/config/model";
 import { parsePortChecks, PortCheck } from "../../components/node-preparation/preflight";
-import { inNamespace, lab, nodeConnection, nodeFile, ruleset, unitState } from "./lab";
+import { inNamespace, lab, labNs, nodeConnection, nodeFile, ruleset, unitState } from "./lab";
 
 const NM_CONF = "/etc/NetworkManager/conf.d/99-rke2-unmanaged.conf";
 
@@ -122,7 +122,7 @@ describe("node preparation (real sshd and iptables in a lab node)", function () 
   it("leaves kube-ipvs0 down", () => {
     assert.equal(outs.kubeIpvs0, "down");
     assert.doesNotMatch(
-      inNamespace(`rke2r-n${NODE}`, ["ip", "link", "show", "kube-ipvs0"]).stdout,
+      inNamespace(labNs(`n${NODE}`), ["ip", "link", "show", "kube-ipvs0"]).stdout,
       /,UP/,
     );
   });
