@@ -1,9 +1,11 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { ClusterDns, DnsDelivery, UpstreamResolverPreflight } from "../components/cluster-dns";
+import { dnsKubeletArgs } from "../components/cluster-dns/values";
+import { Rke2Cluster } from "../components/rke2-cluster";
 import { LibvirtDnsRecords } from "../components/libvirt-dns";
 import { NodePreparation, ServerPortsPreflight } from "../components/node-preparation";
-import { EnvironmentModel, serversOf } from "./config/model";
+import { EnvironmentModel, MANAGEMENT_CLUSTER, serversOf } from "./config/model";
 import { EnvironmentSecrets } from "./config/load";
 
 export interface EnvironmentOutputs {
@@ -44,6 +46,7 @@ export function deployEnvironment(
   }
 
   const preparations = new Map<string, NodePreparation>();
+  const portPreflights: ServerPortsPreflight[] = [];
   if (model.deploy.nodePreparation) {
     const clusters = [model.management, ...(model.rancher?.downstreamClusters ?? [])];
     for (const node of model.nodes) {
@@ -63,14 +66,16 @@ export function deployEnvironment(
     const servers = serversOf(model);
     const serverPreparations = servers.map((s) => preparations.get(s.name)!);
     for (const server of servers.length > 1 ? servers : []) {
-      new ServerPortsPreflight(
+      const preflight = new ServerPortsPreflight(
         `preflight-${server.name}`,
         { server, peers: servers.filter((p) => p !== server), sshPrivateKey },
         { dependsOn: serverPreparations },
       );
+      portPreflights.push(preflight);
     }
   }
   const [firstServer] = serversOf(model);
+  let managementDns: ClusterDns | undefined;
   if (model.deploy.clusterDns && firstServer) {
     const afterPreparation = preparations.has(firstServer.name)
       ? [preparations.get(firstServer.name)!]
@@ -84,7 +89,7 @@ export function deployEnvironment(
             }),
           }
         : { kind: "serverManifest", server: firstServer, sshPrivateKey };
-    new ClusterDns(
+    managementDns = new ClusterDns(
       `dns-${model.management.name}`,
       { cluster: model.management, dns: model.dns, delivery },
       { dependsOn: afterPreparation },
@@ -102,6 +107,32 @@ export function deployEnvironment(
       { node: firstServer, sshPrivateKey, upstreams: model.dns.upstreamResolvers },
       { dependsOn: afterPreparation },
     );
+  }
+  if (model.deploy.rke2Servers && firstServer) {
+    // Each server waits for its preparation and for the server ports preflight; the first one
+    // also for the DNS manifest, which must be in place before RKE2 first starts.
+    const prerequisites = new Map<string, pulumi.Resource[]>();
+    for (const node of model.nodes.filter((n) => n.cluster === MANAGEMENT_CLUSTER)) {
+      const prep = preparations.get(node.name);
+      prerequisites.set(node.name, [...(prep ? [prep] : []), ...portPreflights]);
+    }
+    if (managementDns && model.management.dnsDelivery === "serverManifest") {
+      prerequisites.get(firstServer.name)!.push(managementDns);
+    }
+    new Rke2Cluster(model.management.name, {
+      cluster: model.management,
+      servers: serversOf(model),
+      agents: model.nodes.filter(
+        (n) => n.cluster === MANAGEMENT_CLUSTER && n.roles.includes("agent"),
+      ),
+      token: secrets.rke2Token ?? pulumi.secret(""),
+      sshPrivateKey,
+      kubeletArgs: dnsKubeletArgs(model.dns, model.management),
+      installCommand: model.management.installCommand,
+      gateTimeoutSeconds: model.management.joinGate.timeoutSeconds,
+      gatePollSeconds: model.management.joinGate.pollSeconds,
+      prerequisites,
+    });
   }
   return outputs;
 }

@@ -112,6 +112,8 @@ export interface RemoteFileArgs {
   readonly mode?: string;
   /** Leave the file on the host when the resource is deleted. Default false. */
   readonly retainOnDelete?: boolean;
+  /** The content holds a secret (an RKE2 token): keep it encrypted in state, never logged. */
+  readonly secretContent?: boolean;
 }
 
 export class RemoteFile extends pulumi.ComponentResource {
@@ -138,12 +140,15 @@ export class RemoteFile extends pulumi.ComponentResource {
         sshPrivateKey: pulumi.secret(args.sshPrivateKey),
         script: componentFile(__dirname, "remote-file.sh"),
         path: args.path,
-        content: args.content,
+        content: args.secretContent ? pulumi.secret(args.content) : args.content,
         mode: args.mode ?? "0600",
         present: true,
         retainOnDelete: args.retainOnDelete ?? false,
       },
-      { parent: this, additionalSecretOutputs: ["sshPrivateKey"] },
+      {
+        parent: this,
+        additionalSecretOutputs: ["sshPrivateKey", ...(args.secretContent ? ["content"] : [])],
+      },
     );
     this.content = file.content;
     this.registerOutputs({ content: this.content });

@@ -36,3 +36,26 @@ export function renderRke2ServerConfig(input: Rke2ServerConfigInput): string {
   config["service-node-port-range"] = cluster.nodePortRange;
   return YAML.stringify(config);
 }
+
+export interface Rke2AgentConfigInput {
+  readonly node: NodeSpec;
+  readonly serverAddress: string;
+  readonly token: string;
+  readonly kubeletArgs?: readonly string[];
+  readonly privateRegistry?: string;
+}
+
+/** Renders /etc/rancher/rke2/config.yaml for an agent. */
+export function renderRke2AgentConfig(input: Rke2AgentConfigInput): string {
+  const config: Record<string, unknown> = {
+    server: `https://${input.serverAddress}:9345`,
+    token: input.token,
+    "node-name": input.node.name,
+    "node-ip": input.node.ip,
+  };
+  if (input.kubeletArgs && input.kubeletArgs.length > 0)
+    config["kubelet-arg"] = [...input.kubeletArgs];
+  if (input.privateRegistry !== undefined)
+    config["system-default-registry"] = input.privateRegistry;
+  return YAML.stringify(config);
+}

@@ -62,6 +62,10 @@ export interface ClusterSettings {
    * the Kubernetes API with the `kubeconfig` secret). Downstream clusters get Rancher chartValues.
    */
   readonly dnsDelivery: "serverManifest" | "helmChartConfig";
+  /** Shell command that installs RKE2 on a node where it is missing. */
+  readonly installCommand: string;
+  /** Bounds of the join gate. */
+  readonly joinGate: { readonly timeoutSeconds: number; readonly pollSeconds: number };
 }
 
 export interface LibvirtSettings {

@@ -261,6 +261,7 @@ function readClusterSettings(
     o.clusterDomain ?? "cluster.local",
     `${path}.clusterDomain`,
   );
+  const gate = r.object(o.joinGate, `${path}.joinGate`) ?? {};
   return {
     name,
     version: version ?? "",
@@ -274,6 +275,19 @@ function readClusterSettings(
     privateRegistry,
     etcdSnapshot: { scheduleCron, retention },
     nodePortRange,
+    installCommand:
+      r.string(o.installCommand, `${path}.installCommand`) ??
+      "curl -sfL https://get.rke2.io | sh -",
+    joinGate: {
+      timeoutSeconds: r.integer(
+        gate.timeoutSeconds,
+        `${path}.joinGate.timeoutSeconds`,
+        900,
+        10,
+        86400,
+      ),
+      pollSeconds: r.integer(gate.pollSeconds, `${path}.joinGate.pollSeconds`, 2, 1, 60),
+    },
     dnsDelivery: r.oneOf(
       o.dnsDelivery,
       `${path}.dnsDelivery`,

@@ -94,7 +94,9 @@ describe("program (Pulumi mocks)", function () {
   });
 
   it("delivers the management cluster's DNS fix as a server manifest after that server is prepared", () => {
-    const [manifest] = ofType("pulumi-nodejs:dynamic/host:File");
+    const [manifest] = ofType("pulumi-nodejs:dynamic/host:File").filter((r) =>
+      String(r.inputs.path).includes("/manifests/"),
+    );
     assert.ok(manifest, "no manifest file resource");
     assert.equal(
       manifest.inputs.path,
@@ -138,7 +140,12 @@ describe("program (Pulumi mocks)", function () {
       recorded.filter((r) => r.type === "kubernetes:networking.k8s.io/v1:NetworkPolicy").length,
       2,
     );
-    assert.equal(recorded.filter((r) => r.type === "pulumi-nodejs:dynamic/host:File").length, 0);
+    const manifests = recorded.filter(
+      (r) =>
+        r.type === "pulumi-nodejs:dynamic/host:File" &&
+        String(r.inputs.path).includes("/manifests/"),
+    );
+    assert.equal(manifests.length, 0);
   });
 
   it("leaves kube-ipvs0 down unless the stack asks otherwise", () => {

@@ -6,6 +6,7 @@
  *     --node-host-key 20="<line>" ... --out stacks/Pulumi.local.yaml
  */
 import * as fs from "fs";
+import * as path from "path";
 import * as YAML from "yaml";
 
 const NS = "rke2-remediation";
@@ -26,7 +27,7 @@ export function localStackConfig(
     [`${NS}:deploy`]: {
       libvirtDnsRecords: true,
       nodePreparation: true,
-      rke2Servers: false,
+      rke2Servers: true,
       clusterDns: true,
       rancherClusters: false,
     },
@@ -54,6 +55,9 @@ export function localStackConfig(
       privateRegistry: "192.168.122.156:30000",
       etcdSnapshot: { scheduleCron: "0 */6 * * *", retention: 5 },
       nodePortRange: "30000-60000",
+      // The lab's stand-in for the RKE2 installer: rke2-server joins a real etcd.
+      installCommand: `bash ${path.resolve(__dirname, "..", "..", "..", "test", "lab", "rke2-standin", "install.sh")}`,
+      joinGate: { timeoutSeconds: 120, pollSeconds: 1 },
     },
     [`${NS}:rancher`]: {
       url: "https://ai-ear.cn",

@@ -1,0 +1,22 @@
+#!/bin/bash
+# Prints the etcd member list of the cluster this server belongs to, one member per line:
+# "<id>, <status>, <name>, <peer urls>, <client urls>, <is learner>". Uses etcdctl when it is
+# installed (RKE2's etcd client certificates when present), else etcdctl inside RKE2's etcd
+# container through crictl, as an operator would by hand (seed 003).
+set -euo pipefail
+
+TLS=/var/lib/rancher/rke2/server/tls/etcd
+if command -v etcdctl >/dev/null; then
+  if [ -f "$TLS/server-client.crt" ]; then
+    exec etcdctl --dial-timeout=2s --command-timeout=5s --endpoints https://127.0.0.1:2379 --cacert "$TLS/server-ca.crt" \
+      --cert "$TLS/server-client.crt" --key "$TLS/server-client.key" member list
+  fi
+  exec etcdctl --dial-timeout=2s --command-timeout=5s --endpoints http://127.0.0.1:2379 member list
+fi
+export CONTAINER_RUNTIME_ENDPOINT=unix:///run/k3s/containerd/containerd.sock
+crictl="/var/lib/rancher/rke2/bin/crictl"
+[ -x "$crictl" ] || { echo "error: neither etcdctl nor RKE2's crictl is available on this server" >&2; exit 3; }
+container="$("$crictl" ps --name '^etcd' -q | head -n1)"
+[ -n "$container" ] || { echo "error: no running etcd container on this server" >&2; exit 3; }
+exec "$crictl" exec "$container" etcdctl --cacert "$TLS/server-ca.crt" --cert "$TLS/server-client.crt" \
+  --key "$TLS/server-client.key" member list

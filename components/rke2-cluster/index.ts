@@ -1,0 +1,186 @@
+/**
+ * An RKE2 cluster on prepared nodes, servers joined strictly one at a time (seed 003: etcd
+ * admits one learner; two servers started together deadlocked). For each server, in order:
+ *   1. its /etc/rancher/rke2/config.yaml (mode 0600, the token a secret), after its node's
+ *      preparation and after the previous server's join gate;
+ *   2. RKE2 installed and started (a running voting member is left alone; a server that never
+ *      joined has its stale etcd data removed first);
+ *   3. the join gate: /readyz, Node Ready, EtcdIsVoter, no learner in etcd.
+ * Agents start after the last server's gate, in parallel.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { ClusterSettings, NodeSpec } from "../../infra/config/model";
+import { componentFile } from "../assets";
+import { RemoteFile } from "../remote-file";
+import { renderRke2AgentConfig, renderRke2ServerConfig } from "./config";
+import { joinGateProvider, nodeStartProvider } from "./provider";
+
+export { renderRke2ServerConfig, renderRke2AgentConfig } from "./config";
+export { membershipOf } from "./provider";
+
+export const RKE2_CONFIG_PATH = "/etc/rancher/rke2/config.yaml";
+
+class NodeStartResource extends pulumi.dynamic.Resource {
+  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+    super(nodeStartProvider, name, props, opts, "rke2", "NodeStart");
+  }
+}
+
+class JoinGateResource extends pulumi.dynamic.Resource {
+  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+    super(joinGateProvider, name, props, opts, "rke2", "JoinGate");
+  }
+}
+
+export interface Rke2ClusterArgs {
+  readonly cluster: ClusterSettings;
+  /** Servers in join order; the first one starts the cluster. */
+  readonly servers: readonly NodeSpec[];
+  readonly agents: readonly NodeSpec[];
+  /** The join token; a Pulumi secret. */
+  readonly token: pulumi.Input<string>;
+  readonly sshPrivateKey: pulumi.Input<string>;
+  /** Extra kubelet args (cluster-dns for NodeLocalDNS in IPVS mode). */
+  readonly kubeletArgs: readonly string[];
+  /** Shell command that installs RKE2 when missing; INSTALL_RKE2_VERSION and _TYPE are set. */
+  readonly installCommand: string;
+  readonly gateTimeoutSeconds: number;
+  readonly gatePollSeconds: number;
+  /** Per node, what must finish before RKE2 may start there (its preparation). */
+  readonly prerequisites: ReadonlyMap<string, pulumi.Resource[]>;
+}
+
+function connectionOf(node: NodeSpec) {
+  return {
+    host: node.ssh.host,
+    port: node.ssh.port,
+    user: node.ssh.user,
+    hostKey: node.ssh.hostKey,
+  };
+}
+
+export class Rke2Cluster extends pulumi.ComponentResource {
+  /** Join gates in server order; the last one is when the control plane is complete. */
+  public readonly gates: pulumi.Resource[] = [];
+
+  constructor(name: string, args: Rke2ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("rke2remediation:rke2:Cluster", name, {}, opts);
+    const { cluster, servers } = args;
+    if (servers.length === 0)
+      throw new pulumi.ResourceError(`cluster ${cluster.name} has no server to start.`, this);
+    const missingSan = servers.filter((s) => !cluster.tlsSan.includes(s.ip));
+    if (missingSan.length > 0) {
+      throw new pulumi.ResourceError(
+        `tls-san of ${cluster.name} lacks ${missingSan.map((s) => s.ip).join(", ")}; joining servers could not verify the API certificate.`,
+        this,
+      );
+    }
+    const token = pulumi.secret(args.token);
+    const startScript = componentFile(__dirname, "rke2-start.sh");
+    const gateScript = componentFile(__dirname, "join-gate.sh");
+    const membersScript = componentFile(__dirname, "etcd-members.sh");
+    const [first] = servers;
+    let previousGate: pulumi.Resource | undefined;
+
+    for (const [i, node] of servers.entries()) {
+      const after = [
+        ...(args.prerequisites.get(node.name) ?? []),
+        ...(previousGate ? [previousGate] : []),
+      ];
+      const config = new RemoteFile(
+        `${name}-config-${node.name}`,
+        {
+          hostName: node.name,
+          ssh: node.ssh,
+          sshPrivateKey: args.sshPrivateKey,
+          path: RKE2_CONFIG_PATH,
+          content: token.apply((t) =>
+            renderRke2ServerConfig({
+              cluster,
+              node,
+              joinAddress: i === 0 ? undefined : first.ip,
+              token: t,
+              kubeletArgs: args.kubeletArgs,
+            }),
+          ),
+          mode: "0600",
+          secretContent: true,
+          retainOnDelete: true,
+        },
+        { parent: this, dependsOn: after },
+      );
+      const start = new NodeStartResource(
+        `${name}-start-${node.name}`,
+        {
+          node: node.name,
+          role: "server",
+          connection: connectionOf(node),
+          sshPrivateKey: pulumi.secret(args.sshPrivateKey),
+          script: startScript,
+          version: cluster.version,
+          installCommand: args.installCommand,
+          firstServer: i === 0 ? undefined : connectionOf(first),
+          membersScript,
+          lastChanges: undefined,
+        },
+        { parent: this, dependsOn: [config, ...after], additionalSecretOutputs: ["sshPrivateKey"] },
+      );
+      previousGate = new JoinGateResource(
+        `${name}-gate-${node.name}`,
+        {
+          node: node.name,
+          connection: connectionOf(node),
+          sshPrivateKey: pulumi.secret(args.sshPrivateKey),
+          script: gateScript,
+          membersScript,
+          timeoutSeconds: args.gateTimeoutSeconds,
+          pollSeconds: args.gatePollSeconds,
+        },
+        { parent: this, dependsOn: [start], additionalSecretOutputs: ["sshPrivateKey"] },
+      );
+      this.gates.push(previousGate);
+    }
+
+    for (const node of args.agents) {
+      const after = [...(args.prerequisites.get(node.name) ?? []), previousGate!];
+      const config = new RemoteFile(
+        `${name}-config-${node.name}`,
+        {
+          hostName: node.name,
+          ssh: node.ssh,
+          sshPrivateKey: args.sshPrivateKey,
+          path: RKE2_CONFIG_PATH,
+          content: token.apply((t) =>
+            renderRke2AgentConfig({
+              node,
+              serverAddress: first.ip,
+              token: t,
+              kubeletArgs: args.kubeletArgs,
+              privateRegistry: cluster.privateRegistry,
+            }),
+          ),
+          mode: "0600",
+          secretContent: true,
+          retainOnDelete: true,
+        },
+        { parent: this, dependsOn: after },
+      );
+      new NodeStartResource(
+        `${name}-start-${node.name}`,
+        {
+          node: node.name,
+          role: "agent",
+          connection: connectionOf(node),
+          sshPrivateKey: pulumi.secret(args.sshPrivateKey),
+          script: startScript,
+          version: cluster.version,
+          installCommand: args.installCommand,
+          membersScript,
+          lastChanges: undefined,
+        },
+        { parent: this, dependsOn: [config, ...after], additionalSecretOutputs: ["sshPrivateKey"] },
+      );
+    }
+    this.registerOutputs({});
+  }
+}

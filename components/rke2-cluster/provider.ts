@@ -1,0 +1,153 @@
+/**
+ * Dynamic providers for the ordered, one-shot steps of an RKE2 cluster: starting RKE2 on a node
+ * and the join gate. Both run one script over SSH; neither undoes anything on delete (RKE2 is
+ * never uninstalled and etcd never wiped by Pulumi). `read` reports inputs unchanged: these are
+ * actions, and drift on the node itself is node preparation's business.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import * as ssh from "../ssh/run-script";
+
+export interface Connection {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  readonly hostKey: string;
+}
+
+export type Membership = "first" | "voter" | "learner" | "none";
+
+/** What etcd's `member list` says of a node: voter, learner, or none. */
+export function membershipOf(memberList: string, nodeName: string): Exclude<Membership, "first"> {
+  for (const line of memberList.split("\n")) {
+    const fields = line.split(",").map((f) => f.trim());
+    if (fields.length >= 6 && fields[2] === nodeName)
+      return fields[5] === "true" ? "learner" : "voter";
+  }
+  return "none";
+}
+
+export interface NodeStartState {
+  readonly node: string;
+  readonly role: "server" | "agent";
+  readonly connection: Connection;
+  readonly sshPrivateKey: string;
+  readonly script: string;
+  readonly version: string;
+  readonly installCommand: string;
+  /** For a joining server: the first server, whose etcd says whether this one is a member. */
+  readonly firstServer?: Connection;
+  readonly membersScript: string;
+  readonly lastChanges?: readonly string[];
+}
+
+async function run(
+  state: { node: string; sshPrivateKey: string },
+  conn: Connection,
+  script: string,
+  params: Record<string, string>,
+  timeoutMs: number,
+) {
+  const result = await ssh
+    .runScript({ ...conn, privateKey: state.sshPrivateKey }, script, {
+      params,
+      timeoutMs,
+      onProgress: (line) => pulumi.log.info(`${state.node}: ${line}`),
+    })
+    .catch((err: Error) => {
+      throw new Error(`node ${state.node}: ${err.message}`);
+    });
+  if (result.exitCode !== 0) throw new Error(`node ${state.node}: ${ssh.failureReason(result)}`);
+  return result;
+}
+
+async function startNode(state: NodeStartState): Promise<NodeStartState> {
+  let membership: Membership = "first";
+  if (state.role === "server" && state.firstServer) {
+    const list = await run(state, state.firstServer, state.membersScript, {}, 60000);
+    membership = membershipOf(list.stdout, state.node);
+  }
+  const result = await run(
+    state,
+    state.connection,
+    state.script,
+    {
+      ROLE: state.role,
+      VERSION: state.version,
+      INSTALL_COMMAND: state.installCommand,
+      MEMBERSHIP: membership,
+    },
+    900000,
+  );
+  const lastChanges = result.stderr
+    .split("\n")
+    .filter((l) => l.startsWith("changed: "))
+    .map((l) => l.slice(9));
+  return { ...state, lastChanges };
+}
+
+export const nodeStartProvider: pulumi.dynamic.ResourceProvider = {
+  async diff(_id: string, olds: NodeStartState, news: NodeStartState) {
+    const keys = ["version", "installCommand", "script", "role", "sshPrivateKey"] as const;
+    const changes =
+      keys.some((k) => olds[k] !== news[k]) ||
+      JSON.stringify(olds.connection) !== JSON.stringify(news.connection);
+    return { changes };
+  },
+  async create(inputs: NodeStartState) {
+    return { id: `${inputs.node}/rke2-${inputs.role}`, outs: await startNode(inputs) };
+  },
+  async read(id: string, props: NodeStartState) {
+    return { id, props };
+  },
+  async update(_id: string, _olds: NodeStartState, news: NodeStartState) {
+    return { outs: await startNode(news) };
+  },
+  // RKE2 stays installed and etcd keeps its data: deleting this resource changes nothing.
+  async delete() {},
+};
+
+export interface JoinGateState {
+  readonly node: string;
+  readonly connection: Connection;
+  readonly sshPrivateKey: string;
+  readonly script: string;
+  readonly membersScript: string;
+  readonly timeoutSeconds: number;
+  readonly pollSeconds: number;
+}
+
+async function gate(state: JoinGateState): Promise<void> {
+  await run(
+    state,
+    state.connection,
+    state.script,
+    {
+      NODE_NAME: state.node,
+      TIMEOUT_SECONDS: String(state.timeoutSeconds),
+      POLL_SECONDS: String(state.pollSeconds),
+      MEMBERS_SCRIPT: state.membersScript,
+    },
+    (state.timeoutSeconds + 120) * 1000,
+  );
+}
+
+export const joinGateProvider: pulumi.dynamic.ResourceProvider = {
+  async diff(_id: string, olds: JoinGateState, news: JoinGateState) {
+    const changes =
+      olds.script !== news.script ||
+      JSON.stringify(olds.connection) !== JSON.stringify(news.connection);
+    return { changes };
+  },
+  async create(inputs: JoinGateState) {
+    await gate(inputs);
+    return { id: `${inputs.node}/join-gate`, outs: inputs };
+  },
+  async read(id: string, props: JoinGateState) {
+    return { id, props };
+  },
+  async update(_id: string, _olds: JoinGateState, news: JoinGateState) {
+    await gate(news);
+    return { outs: news };
+  },
+  async delete() {},
+};
