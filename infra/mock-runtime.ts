@@ -14,6 +14,7 @@ export interface RecordedResource {
   readonly protect: boolean;
   readonly retainOnDelete: boolean;
   readonly ignoreChanges: readonly string[];
+  readonly additionalSecretOutputs: readonly string[];
   readonly provider: string;
 }
 
@@ -29,6 +30,7 @@ interface RegisterRequest {
   getProtect(): boolean;
   getRetainondelete?(): boolean;
   getIgnorechangesList(): string[];
+  getAdditionalsecretoutputsList(): string[];
   getProvider(): string;
 }
 
@@ -93,6 +95,7 @@ export async function recordProgram(
           protect: req.getProtect(),
           retainOnDelete: req.getRetainondelete?.() ?? false,
           ignoreChanges: req.getIgnorechangesList(),
+          additionalSecretOutputs: req.getAdditionalsecretoutputsList(),
           provider: req.getProvider(),
         });
       }

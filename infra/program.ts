@@ -131,6 +131,7 @@ export function deployEnvironment(
       installCommand: model.management.installCommand,
       gateTimeoutSeconds: model.management.joinGate.timeoutSeconds,
       gatePollSeconds: model.management.joinGate.pollSeconds,
+      serverJoin: model.management.serverJoin,
       prerequisites,
     });
   }

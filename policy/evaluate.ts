@@ -32,15 +32,29 @@ function policyOptions(r: RecordedResource, parent?: string) {
     ignoreChanges: [...r.ignoreChanges],
     aliases: [],
     customTimeouts: { createSeconds: 0, updateSeconds: 0, deleteSeconds: 0 },
-    additionalSecretOutputs: [],
+    additionalSecretOutputs: [...r.additionalSecretOutputs],
     parent,
   };
+}
+
+/** The Pulumi SDK's marker for a secret value in serialized properties. */
+const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
+
+/** Unwraps secrets, as the policy SDK shows them to policies (plain values). */
+function unwrapSecrets(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(unwrapSecrets);
+  if (typeof value === "object" && value !== null) {
+    const obj = value as Record<string, unknown>;
+    if (Object.values(obj).includes(SECRET_SIG) && "value" in obj) return unwrapSecrets(obj.value);
+    return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, unwrapSecrets(v)]));
+  }
+  return value;
 }
 
 /** Props as policies see them: inputs without the dynamic provider's serialized code. */
 function propsOf(r: RecordedResource): Record<string, unknown> {
   const { __provider: _provider, ...props } = r.inputs;
-  return props;
+  return unwrapSecrets(props) as Record<string, unknown>;
 }
 
 export function resourceArgs(r: RecordedResource): ResourceValidationArgs {

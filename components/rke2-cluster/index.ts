@@ -46,6 +46,8 @@ export interface Rke2ClusterArgs {
   readonly installCommand: string;
   readonly gateTimeoutSeconds: number;
   readonly gatePollSeconds: number;
+  /** `parallel` drops the wait for the previous gate (refused by policy; see the model). */
+  readonly serverJoin: "sequential" | "parallel";
   /** Per node, what must finish before RKE2 may start there (its preparation). */
   readonly prerequisites: ReadonlyMap<string, pulumi.Resource[]>;
 }
@@ -83,10 +85,8 @@ export class Rke2Cluster extends pulumi.ComponentResource {
     let previousGate: pulumi.Resource | undefined;
 
     for (const [i, node] of servers.entries()) {
-      const after = [
-        ...(args.prerequisites.get(node.name) ?? []),
-        ...(previousGate ? [previousGate] : []),
-      ];
+      const waitFor = args.serverJoin === "sequential" && previousGate ? [previousGate] : [];
+      const after = [...(args.prerequisites.get(node.name) ?? []), ...waitFor];
       const config = new RemoteFile(
         `${name}-config-${node.name}`,
         {

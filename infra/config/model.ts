@@ -66,6 +66,11 @@ export interface ClusterSettings {
   readonly installCommand: string;
   /** Bounds of the join gate. */
   readonly joinGate: { readonly timeoutSeconds: number; readonly pollSeconds: number };
+  /**
+   * `sequential` (default): each server waits for the previous server's join gate. `parallel`
+   * starts all servers at once, which the policy rke2-servers-join-one-at-a-time refuses.
+   */
+  readonly serverJoin: "sequential" | "parallel";
 }
 
 export interface LibvirtSettings {

@@ -288,6 +288,12 @@ function readClusterSettings(
       ),
       pollSeconds: r.integer(gate.pollSeconds, `${path}.joinGate.pollSeconds`, 2, 1, 60),
     },
+    serverJoin: r.oneOf(
+      o.serverJoin,
+      `${path}.serverJoin`,
+      ["sequential", "parallel"] as const,
+      "sequential",
+    ),
     dnsDelivery: r.oneOf(
       o.dnsDelivery,
       `${path}.dnsDelivery`,

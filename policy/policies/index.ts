@@ -14,6 +14,9 @@ import { libvirtRecordOutsideNeutralizedDomain } from "./libvirt-record-outside-
 import { networkManagerLeavesKubeIpvs0Alone } from "./networkmanager-leaves-kube-ipvs0-alone";
 import { nodePreparedBeforeClusterJoin } from "./node-prepared-before-cluster-join";
 import { rancherRecordsCoverManagementServers } from "./rancher-records-cover-management-servers";
+import { rke2ServerInTlsSan } from "./rke2-server-in-tls-san";
+import { rke2ServersJoinOneAtATime } from "./rke2-servers-join-one-at-a-time";
+import { rke2TokenKeptSecret } from "./rke2-token-kept-secret";
 import { sshHostKeyPinned } from "./ssh-host-key-pinned";
 
 /** Every policy of the pack, in the order they are reported. */
@@ -23,6 +26,9 @@ export const allPolicies: Policy[] = [
   networkManagerLeavesKubeIpvs0Alone,
   cniDevicesUnmanaged,
   nodePreparedBeforeClusterJoin,
+  rke2ServersJoinOneAtATime,
+  rke2ServerInTlsSan,
+  rke2TokenKeptSecret,
   libvirtDnsRecordInSubnet,
   libvirtRecordOutsideNeutralizedDomain,
   rancherRecordsCoverManagementServers,

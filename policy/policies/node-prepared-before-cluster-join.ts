@@ -1,20 +1,15 @@
-import { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
-import { NODE_PREPARATION_TYPE, objectProp, REMOTE_COMMAND_TYPE } from "./resource-types";
+import { StackValidationPolicy } from "@pulumi/policy";
+import { dependsOn } from "./dependencies";
+import {
+  NODE_PREPARATION_TYPE,
+  objectProp,
+  REMOTE_COMMAND_TYPE,
+  RKE2_NODE_START_TYPE,
+} from "./resource-types";
 
 /** Remote commands that install or start RKE2, or register a node with Rancher. */
 const JOINS_CLUSTER =
   /get\.rke2\.io|install\.sh|rke2-(server|agent)|system-agent-install|--ca-checksum|cattle-cluster-agent/;
-
-function dependsOn(
-  resource: PolicyResource,
-  target: PolicyResource,
-  seen = new Set<string>(),
-): boolean {
-  if (seen.has(resource.urn)) return false;
-  seen.add(resource.urn);
-  const direct = [...resource.dependencies, ...(resource.parent ? [resource.parent] : [])];
-  return direct.some((d) => d.urn === target.urn || dependsOn(d, target, seen));
-}
 
 export const nodePreparedBeforeClusterJoin: StackValidationPolicy = {
   name: "node-prepared-before-cluster-join",
@@ -22,8 +17,12 @@ export const nodePreparedBeforeClusterJoin: StackValidationPolicy = {
   enforcementLevel: "mandatory",
   validateStack: (args, reportViolation) => {
     const preparations = args.resources.filter((r) => r.type === NODE_PREPARATION_TYPE);
-    for (const cmd of args.resources.filter((r) => r.type === REMOTE_COMMAND_TYPE)) {
-      if (!JOINS_CLUSTER.test(String(cmd.props.create ?? ""))) continue;
+    const joins = args.resources.filter(
+      (r) =>
+        r.type === RKE2_NODE_START_TYPE ||
+        (r.type === REMOTE_COMMAND_TYPE && JOINS_CLUSTER.test(String(r.props.create ?? ""))),
+    );
+    for (const cmd of joins) {
       const host = objectProp(cmd.props, "connection")?.host;
       const prep = preparations.find((p) => objectProp(p.props, "connection")?.host === host);
       if (!prep) {

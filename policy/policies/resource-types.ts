@@ -7,6 +7,9 @@ export const UPSTREAM_PREFLIGHT_TYPE = "pulumi-nodejs:dynamic/dns:UpstreamPrefli
 export const HELM_CHART_CONFIG_TYPE = "kubernetes:helm.cattle.io/v1:HelmChartConfig";
 export const NETWORK_POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy";
 export const RANCHER_CLUSTER_TYPE = "rancher2:index/clusterV2:ClusterV2";
+export const RKE2_NODE_START_TYPE = "pulumi-nodejs:dynamic/rke2:NodeStart";
+export const RKE2_JOIN_GATE_TYPE = "pulumi-nodejs:dynamic/rke2:JoinGate";
+export const RKE2_CONFIG_PATH = "/etc/rancher/rke2/config.yaml";
 
 /** Types whose resources open SSH sessions and therefore must pin the host key. */
 export const SSH_RESOURCE_TYPES = [
@@ -16,6 +19,8 @@ export const SSH_RESOURCE_TYPES = [
   REMOTE_FILE_TYPE,
   UPSTREAM_PREFLIGHT_TYPE,
   "pulumi-nodejs:dynamic/node:PortsPreflight",
+  RKE2_NODE_START_TYPE,
+  RKE2_JOIN_GATE_TYPE,
 ];
 
 export function objectProp(

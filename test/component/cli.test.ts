@@ -64,6 +64,15 @@ describe("offline commands", function () {
     assert.match(r.out, /mandatory\s+rancher-records-cover-management-servers/);
   });
 
+  it("verify fails a stack that joins servers in parallel, naming the policy", () => {
+    const file = labCopy((c) => {
+      (c[`${NS}:rke2`] as Record<string, unknown>).serverJoin = "parallel";
+    });
+    const r = node("verify.js", ["--stack", "lab", "--file", file]);
+    assert.equal(r.status, 1, r.out);
+    assert.match(r.out, /mandatory\s+rke2-servers-join-one-at-a-time/);
+  });
+
   it("render writes every artifact and an index of them", () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-render-"));
     const r = node("render.js", ["--stack", "lab", "--out", out]);

@@ -7,6 +7,8 @@ import { loadEnvironmentModel } from "../../infra/config/validate";
 import { recordProgram, RecordedResource } from "../../infra/mock-runtime";
 import { deployEnvironment } from "../../infra/program";
 
+const TOKEN = "K10-lab-join-token-7f3a";
+
 /** The SDK's marker for a secret value in serialized properties. */
 const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 
@@ -24,6 +26,7 @@ async function record(model: EnvironmentModel): Promise<RecordedResource[]> {
   return recordProgram("rke2-remediation", model.stack, () =>
     deployEnvironment(model, {
       sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
+      rke2Token: pulumi.secret(TOKEN),
     }),
   );
 }
@@ -146,6 +149,67 @@ describe("program (Pulumi mocks)", function () {
         String(r.inputs.path).includes("/manifests/"),
     );
     assert.equal(manifests.length, 0);
+  });
+
+  describe("RKE2 servers", () => {
+    const urnOf = (type: string, name: string) =>
+      resources.find((r) => r.type === type && r.name === name)!.urn;
+    /** Every URN a resource waits for, through dependencies and parents. */
+    function waitsFor(urn: string, seen = new Set<string>()): Set<string> {
+      const r = resources.find((x) => x.urn === urn);
+      for (const d of [...(r?.dependencies ?? []), ...(r?.parent ? [r.parent] : [])]) {
+        if (!seen.has(d)) {
+          seen.add(d);
+          waitsFor(d, seen);
+        }
+      }
+      return seen;
+    }
+    const gate = (n: string) =>
+      urnOf("pulumi-nodejs:dynamic/rke2:JoinGate", `management-gate-sza1220${n}.local`);
+    const start = (n: string) =>
+      urnOf("pulumi-nodejs:dynamic/rke2:NodeStart", `management-start-sza1220${n}.local`);
+
+    it("start server 2 only after server 1's gate, and server 3 only after server 2's", () => {
+      assert.ok(waitsFor(start("21")).has(gate("20")));
+      assert.ok(waitsFor(start("22")).has(gate("21")));
+      assert.ok(!waitsFor(start("20")).has(gate("21")));
+    });
+
+    it("gate each server on its own start", () => {
+      for (const n of ["20", "21", "22"]) assert.ok(waitsFor(gate(n)).has(start(n)));
+    });
+
+    it("start each server after its node's preparation and the ports preflight", () => {
+      const deps = waitsFor(start("21"));
+      assert.ok([...deps].some((u) => u.endsWith("prepare-sza122021.local-host")));
+      assert.ok([...deps].some((u) => u.endsWith("preflight-sza122022.local-check")));
+    });
+
+    it("start the first server after the DNS manifest is in place", () => {
+      assert.ok(
+        [...waitsFor(start("20"))].some((u) =>
+          u.includes("host:File::dns-management-manifest-file"),
+        ),
+      );
+    });
+
+    it("keep the token out of plain inputs: each config.yaml content is a secret", () => {
+      const configs = ofType("pulumi-nodejs:dynamic/host:File").filter(
+        (r) => r.inputs.path === "/etc/rancher/rke2/config.yaml",
+      );
+      assert.equal(configs.length, 3);
+      for (const c of configs) {
+        assert.ok(isSecret(c.inputs.content), `${c.name} holds the token in plain text`);
+        assert.ok(c.additionalSecretOutputs.includes("content"));
+      }
+      // The token is really in the config content (secret-wrapped), and nowhere in plain form.
+      assert.ok(configs.every((c) => JSON.stringify(c.inputs.content).includes(TOKEN)));
+      const plain = JSON.stringify(
+        resources.filter((r) => r.type !== "pulumi-nodejs:dynamic/host:File").map((r) => r.inputs),
+      );
+      assert.ok(!plain.includes(TOKEN), "the token appears in some resource's plain inputs");
+    });
   });
 
   it("leaves kube-ipvs0 down unless the stack asks otherwise", () => {

@@ -21,6 +21,7 @@ export function resource(
     protect: false,
     retainOnDelete: false,
     ignoreChanges: [],
+    additionalSecretOutputs: [],
     provider: "",
   };
 }
