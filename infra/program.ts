@@ -40,6 +40,7 @@ export function deployEnvironment(
       subnet: model.libvirt.subnet,
       rancherHostname: model.rancher?.hostname,
       neutralizedSearchDomains: model.dns.neutralizedSearchDomains,
+      dhcpDomain: model.libvirt.dhcpDomain,
       records: model.libvirt.dnsRecords,
     });
     outputs.libvirtDnsRecords = records.records;

@@ -22,6 +22,11 @@ export interface LibvirtDnsRecordsArgs {
   readonly rancherHostname?: string;
   /** Search domains the cluster DNS neutralises; recorded for policies. */
   readonly neutralizedSearchDomains?: readonly string[];
+  /**
+   * Move the network's DHCP domain off `local` (seed 000's root cause) to this one. Off by
+   * default; libvirt applies it when the network next restarts, guests at their next lease.
+   */
+  readonly dhcpDomain?: string;
   /** hostname -> IPs. Several records may share a hostname (the Rancher name on three servers). */
   readonly records: Readonly<Record<string, readonly string[]>>;
 }
@@ -65,6 +70,8 @@ export class LibvirtDnsRecords extends pulumi.ComponentResource {
       script: componentFile(__dirname, "network.sh"),
       unmanagedRecords: undefined,
       domain: undefined,
+      dhcpDomain: args.dhcpDomain,
+      configuredDomain: undefined,
       lastChanges: undefined,
     };
     // Retained on delete: destroying the stack must not take the Rancher hostname away from

@@ -5,6 +5,8 @@
 #   ACTION   "read" (print the network XML) or "apply"
 #   DELETE   newline-separated IPs whose records are removed (apply)
 #   ADD      newline-separated <host> XML records to add (apply)
+#   DOMAIN   when set, the DHCP domain the network's persistent definition should hand out (apply);
+#            libvirt applies it when the network next restarts, and guests at their next lease
 # Every change is made --live --config, so the running dnsmasq and the persistent definition agree.
 # Records are deleted by IP only: naming the hostname would match every record that shares it.
 set -euo pipefail
@@ -36,5 +38,20 @@ if [ "$ACTION" = "apply" ]; then
     "${virsh[@]}" net-update "$NETWORK" add-last dns-host "$record" --live --config >/dev/null
     echo "added $record" >&2
   done <<<"${ADD:-}"
+  if [ -n "${DOMAIN:-}" ]; then
+    defined="$("${virsh[@]}" net-dumpxml --inactive "$NETWORK")"
+    if ! grep -q "<domain name=['\"]${DOMAIN}['\"]" <<<"$defined"; then
+      tmp="$(mktemp)"
+      trap 'rm -f "$tmp"' EXIT
+      if grep -q "<domain " <<<"$defined"; then
+        sed -E "s#<domain name=['\"][^'\"]*['\"]#<domain name='$DOMAIN'#" <<<"$defined" >"$tmp"
+      else
+        sed -E "s#(</bridge>|<bridge [^>]*/>)#\1<domain name='$DOMAIN'/>#" <<<"$defined" >"$tmp"
+      fi
+      "${virsh[@]}" net-define "$tmp" >/dev/null
+      echo "set DHCP domain $DOMAIN in the persistent definition; it applies when the network restarts, and guests pick it up at their next lease" >&2
+    fi
+  fi
 fi
+echo "<!-- persistent domain: $("${virsh[@]}" net-dumpxml --inactive "$NETWORK" | sed -n "s/.*<domain name=['\"]\([^'\"]*\)['\"].*/\1/p" | head -n1) -->"
 "${virsh[@]}" net-dumpxml "$NETWORK"

@@ -25,8 +25,12 @@ export interface LibvirtDnsState {
   readonly records: readonly xml.DnsHostRecord[];
   /** Records on the network that this resource does not own; left alone. */
   readonly unmanagedRecords?: readonly xml.DnsHostRecord[];
-  /** The network's DNS domain as found. */
+  /** The network's DNS domain as found live. */
   readonly domain?: string;
+  /** When set, the DHCP domain the persistent definition should hand out (off by default). */
+  readonly dhcpDomain?: string;
+  /** The persistent definition's domain as found. */
+  readonly configuredDomain?: string;
   /** Script text run on the KVM host. */
   readonly script: string;
   /** What the last create or update changed on the network, line by line. */
@@ -35,7 +39,7 @@ export interface LibvirtDnsState {
 
 async function runNetworkScript(
   state: LibvirtDnsState,
-  params: { ACTION: "read" | "apply"; DELETE?: string; ADD?: string },
+  params: { ACTION: "read" | "apply"; DELETE?: string; ADD?: string; DOMAIN?: string },
 ): Promise<string> {
   const result = await ssh.runScript(
     { ...state.connection, privateKey: state.sshPrivateKey },
@@ -65,6 +69,7 @@ function observe(
     records: all.filter((r) => ownedIps.has(r.ip)),
     unmanagedRecords: all.filter((r) => !ownedIps.has(r.ip)),
     domain: xml.parseNetworkDomain(networkXml),
+    configuredDomain: xml.parsePersistentDomain(networkXml),
   };
 }
 
@@ -82,15 +87,21 @@ async function converge(
     .map((r) => r.ip);
   const adds = desired.records.filter((r) => !actual.some((a) => xml.sameRecord(a, r)));
   const allOwned = new Set([...owned, ...wanted.keys()]);
-  if (deletes.length === 0 && adds.length === 0) {
+  const domainChange =
+    desired.dhcpDomain !== undefined && xml.parsePersistentDomain(before) !== desired.dhcpDomain;
+  if (deletes.length === 0 && adds.length === 0 && !domainChange) {
     return { ...observe(desired, before, allOwned), lastChanges: [] };
   }
   const after = await runNetworkScript(desired, {
     ACTION: "apply",
     DELETE: deletes.join("\n"),
     ADD: adds.map(xml.renderDnsHostXml).join("\n"),
+    DOMAIN: desired.dhcpDomain ?? "",
   });
   const lastChanges = [
+    ...(domainChange
+      ? [`set DHCP domain ${desired.dhcpDomain} (applies at the next network restart)`]
+      : []),
     ...deletes.map((ip) => `removed dns-host ${ip}`),
     ...adds.map((r) => `added dns-host ${r.ip} ${r.hostnames.join(",")}`),
   ];
@@ -117,7 +128,8 @@ export const libvirtDnsProvider: pulumi.dynamic.ResourceProvider = {
       key(olds.records) !== key(news.records) ||
       JSON.stringify(olds.connection) !== JSON.stringify(news.connection) ||
       olds.sshPrivateKey !== news.sshPrivateKey ||
-      olds.script !== news.script;
+      olds.script !== news.script ||
+      (news.dhcpDomain !== undefined && olds.configuredDomain !== news.dhcpDomain);
     return { changes: changed, replaces, deleteBeforeReplace: true };
   },
 

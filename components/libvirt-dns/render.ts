@@ -51,6 +51,12 @@ export function parseDnsHosts(networkXml: string): DnsHostRecord[] {
   return records.sort((a, b) => a.ip.localeCompare(b.ip, "en", { numeric: true }));
 }
 
+/** The domain of the persistent definition, from the marker line network.sh prints first. */
+export function parsePersistentDomain(scriptOutput: string): string | undefined {
+  const name = /<!-- persistent domain: ([^ ]*) -->/.exec(scriptOutput)?.[1];
+  return name ? name : undefined;
+}
+
 /** The network's DHCP/DNS domain (`<domain name=.../>`), if any. */
 export function parseNetworkDomain(networkXml: string): string | undefined {
   return /<domain\s+name=(['"])([^'"]+)\1/.exec(networkXml)?.[2];

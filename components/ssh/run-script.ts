@@ -26,6 +26,8 @@ export interface RunScriptOptions {
   readonly timeoutMs?: number;
   /** Called with each complete stderr line, for progress in the Pulumi log. */
   readonly onProgress?: (line: string) => void;
+  /** Cuts the session when aborted, as a dropped connection would. */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -141,6 +143,13 @@ export function runScript(
         stream.end(scriptWithParams(script, options.params ?? {}));
       });
     });
+    options.signal?.addEventListener("abort", () =>
+      finish(
+        sshError(
+          `the SSH session to ${where} was cut before the script finished; re-run to converge.`,
+        ),
+      ),
+    );
     if (options.timeoutMs) {
       timer = setTimeout(
         () =>

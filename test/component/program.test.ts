@@ -194,6 +194,43 @@ describe("program (Pulumi mocks)", function () {
       );
     });
 
+    it("start agents after the last server's gate, in parallel with each other", async () => {
+      const agent = {
+        ...model.nodes[0],
+        name: "sza122025.local",
+        ip: "192.168.122.25",
+        roles: ["agent" as const],
+      };
+      agent.ssh = { ...agent.ssh, host: agent.ip };
+      const withAgents = {
+        ...model,
+        nodes: [
+          ...model.nodes,
+          agent,
+          {
+            ...agent,
+            name: "sza122026.local",
+            ip: "192.168.122.26",
+            ssh: { ...agent.ssh, host: "192.168.122.26" },
+          },
+        ],
+      };
+      const recorded = await record(withAgents);
+      const find = (name: string) => recorded.find((r) => r.name === name)!;
+      const closure = (urn: string, seen = new Set<string>()): Set<string> => {
+        const r = recorded.find((x) => x.urn === urn);
+        for (const d of [...(r?.dependencies ?? []), ...(r?.parent ? [r.parent] : [])])
+          if (!seen.has(d)) closure(d, seen.add(d));
+        return seen;
+      };
+      const lastGate = find("management-gate-sza122022.local").urn;
+      const a25 = find("management-start-sza122025.local").urn;
+      const a26 = find("management-start-sza122026.local").urn;
+      assert.ok(closure(a25).has(lastGate) && closure(a26).has(lastGate));
+      assert.ok(!closure(a25).has(a26) && !closure(a26).has(a25), "agents wait for each other");
+      assert.equal(find("management-start-sza122025.local").inputs.role, "agent");
+    });
+
     it("keep the token out of plain inputs: each config.yaml content is a secret", () => {
       const configs = ofType("pulumi-nodejs:dynamic/host:File").filter(
         (r) => r.inputs.path === "/etc/rancher/rke2/config.yaml",

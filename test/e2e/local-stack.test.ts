@@ -66,6 +66,40 @@ describe("pulumi CLI on the local stack", function () {
     // Per-node progress reaches the Pulumi log.
     assert.match(r.out, /sza122020\.local: changed: disabled iptables\.service/);
     assert.deepEqual(digA("ai-ear.cn"), SERVERS);
+    // The servers joined one at a time: each started only after the previous one's gate passed.
+    const joined = (n: string) => r.out.indexOf(`sza1220${n}.local: ok: sza1220${n}.local joined`);
+    const started = (n: string) =>
+      r.out.search(new RegExp(`sza1220${n}\\.local: (changed: started|ok: rke2-server)`));
+    assert.ok(
+      joined("20") >= 0 && joined("20") < started("21"),
+      "server .21 started before .20 had joined",
+    );
+    assert.ok(
+      joined("21") >= 0 && joined("21") < started("22"),
+      "server .22 started before .21 had joined",
+    );
+    const members = run("ip", [
+      "netns",
+      "exec",
+      labNs("n20"),
+      "etcdctl",
+      "--endpoints",
+      "http://127.0.0.1:2379",
+      "member",
+      "list",
+    ]);
+    assert.deepEqual(
+      members.stdout
+        .trim()
+        .split("\n")
+        .map((l) => l.split(", ").slice(1, 3).concat(l.split(", ")[5]).join(" "))
+        .sort(),
+      [
+        "started sza122020.local false",
+        "started sza122021.local false",
+        "started sza122022.local false",
+      ],
+    );
     for (const octet of [20, 21, 22, 30, 31]) {
       assert.ok(!ruleset(octet).some(isReject), `REJECT rule left on .${octet}`);
       assert.equal(unitState(octet, "iptables.service").enabled, false);

@@ -124,6 +124,27 @@ describe("libvirt DNS records (real libvirtd + dnsmasq over SSH)", function () {
     assert.deepEqual(digA("ai-ear.cn"), SERVERS);
   });
 
+  it("moves the DHCP domain off `local` in the persistent definition only when asked", async () => {
+    const persistentDomain = () =>
+      /<domain name='([^']*)'/.exec(virsh("net-dumpxml", "--inactive", "default").stdout)?.[1];
+    const liveDomain = () =>
+      /<domain name='([^']*)'/.exec(virsh("net-dumpxml", "default").stdout)?.[1];
+    assert.equal((await provider.create!(desired(records))).outs.configuredDomain, "local");
+    try {
+      const moved = await provider.create!({ ...desired(records), dhcpDomain: "lab.example" });
+      assert.deepEqual(moved.outs.lastChanges, [
+        "set DHCP domain lab.example (applies at the next network restart)",
+      ]);
+      assert.equal(persistentDomain(), "lab.example");
+      assert.equal(liveDomain(), "local", "the running network was changed under its guests");
+      const again = await provider.create!({ ...desired(records), dhcpDomain: "lab.example" });
+      assert.deepEqual(again.outs.lastChanges, []);
+    } finally {
+      await provider.create!({ ...desired(records), dhcpDomain: "local" });
+    }
+    assert.equal(persistentDomain(), "local");
+  });
+
   it("says so when the network does not exist", async () => {
     await assert.rejects(
       provider.create!(desired(records, "nosuch")),

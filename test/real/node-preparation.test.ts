@@ -8,6 +8,7 @@ import * as path from "path";
 import { componentFile } from "../../components/assets";
 import {
   nodePreparationProvider,
+  nodeScriptParams,
   NodePreparationState,
 } from "../../components/node-preparation/provider";
 import { renderUnmanagedDevicesConfig } from "../../components/node-preparation/render";
@@ -156,6 +157,46 @@ describe("node preparation (real sshd and iptables in a lab node)", function () 
     await provider.delete!("id", outs);
     assert.equal(unitState(NODE, "iptables.service").enabled, false);
     assert.ok(!ruleset(NODE).some(isReject));
+  });
+
+  it("a session cut mid-apply leaves no partial file, and the re-run converges", async () => {
+    assert.equal(lab("reset-node", String(NODE)).status, 0);
+    // Cut the session right after the first change: in the middle of applying.
+    const cut = new AbortController();
+    const progress: string[] = [];
+    await assert.rejects(
+      runScript(nodeConnection(NODE), desired(NODE).script, {
+        params: nodeScriptParams("apply", desired(NODE)),
+        signal: cut.signal,
+        onProgress: (line) => {
+          progress.push(line);
+          if (line.startsWith("changed: ")) cut.abort();
+        },
+      }),
+      /was cut before the script finished/,
+    );
+    assert.ok(
+      progress.some((l) => l.startsWith("changed: ")),
+      "the session was cut before any change",
+    );
+    assert.ok(
+      ruleset(NODE).some(isReject) || unitState(NODE, "iptables.service").enabled,
+      "the cut run finished anyway",
+    );
+    const conf = path.dirname(nodeFile(NODE, NM_CONF));
+    const leftovers = () =>
+      fs.existsSync(conf) ? fs.readdirSync(conf).filter((f) => f.includes(".conf.")) : [];
+    const after = (await provider.update!("id", outs, desired(NODE))).outs as NodePreparationState;
+    assert.equal(after.firewallServicesDisabled && after.rejectRulesAbsent, true);
+    assert.equal(
+      fs.readFileSync(nodeFile(NODE, NM_CONF), "utf8"),
+      renderUnmanagedDevicesConfig(DEFAULT_UNMANAGED_DEVICES) + "\n",
+    );
+    assert.deepEqual(leftovers(), []);
+    assert.deepEqual(
+      ruleset(NODE),
+      before4.filter((r) => !isReject(r)),
+    );
   });
 
   it("brings kube-ipvs0 up only when asked", async () => {
