@@ -179,10 +179,6 @@ describe("node preparation (real sshd and iptables in a lab node)", function () 
       progress.some((l) => l.startsWith("changed: ")),
       "the session was cut before any change",
     );
-    assert.ok(
-      ruleset(NODE).some(isReject) || unitState(NODE, "iptables.service").enabled,
-      "the cut run finished anyway",
-    );
     const conf = path.dirname(nodeFile(NODE, NM_CONF));
     const leftovers = () =>
       fs.existsSync(conf) ? fs.readdirSync(conf).filter((f) => f.includes(".conf.")) : [];
