@@ -7,10 +7,11 @@ import * as pulumi from "@pulumi/pulumi";
 import { NodeSpec } from "../../infra/config/model";
 import { componentFile } from "../assets";
 import * as ssh from "../ssh/run-script";
+import { pinnedTarget, PinnedTarget } from "../ssh/run-script";
 
 export interface UpstreamPreflightState {
   readonly node: string;
-  readonly connection: { host: string; port: number; user: string; hostKey: string };
+  readonly connection: PinnedTarget;
   readonly sshPrivateKey: string;
   readonly script: string;
   readonly upstreams: readonly string[];
@@ -96,12 +97,7 @@ export class UpstreamResolverPreflight extends pulumi.ComponentResource {
       `${name}-check`,
       {
         node: node.name,
-        connection: {
-          host: node.ssh.host,
-          port: node.ssh.port,
-          user: node.ssh.user,
-          hostKey: node.ssh.hostKey,
-        },
+        connection: pinnedTarget(node.ssh),
         sshPrivateKey: pulumi.secret(args.sshPrivateKey),
         script: componentFile(__dirname, "preflight-upstreams.sh"),
         upstreams: [...args.upstreams],

@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { SshEndpoint } from "../../infra/config/model";
 import { componentFile } from "../assets";
+import { pinnedTarget } from "../ssh/run-script";
 import { libvirtDnsProvider, LibvirtDnsState } from "./provider";
 import { DnsHostRecord, dnsHostRecords } from "./render";
 
@@ -55,12 +56,7 @@ export class LibvirtDnsRecords extends pulumi.ComponentResource {
   constructor(name: string, args: LibvirtDnsRecordsArgs, opts?: pulumi.ComponentResourceOptions) {
     super("rke2remediation:libvirt:DnsRecords", name, {}, opts);
     const inputs: pulumi.Inputs = {
-      connection: {
-        host: args.ssh.host,
-        port: args.ssh.port,
-        user: args.ssh.user,
-        hostKey: args.ssh.hostKey,
-      },
+      connection: pinnedTarget(args.ssh),
       sshPrivateKey: pulumi.secret(args.sshPrivateKey),
       network: args.network,
       subnet: args.subnet,

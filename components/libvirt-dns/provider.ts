@@ -9,15 +9,8 @@ import * as pulumi from "@pulumi/pulumi";
 import * as ssh from "../ssh/run-script";
 import * as xml from "./render";
 
-export interface SshTarget {
-  readonly host: string;
-  readonly port: number;
-  readonly user: string;
-  readonly hostKey: string;
-}
-
 export interface LibvirtDnsState {
-  readonly connection: SshTarget;
+  readonly connection: ssh.PinnedTarget;
   readonly sshPrivateKey: string;
   readonly network: string;
   readonly subnet: string;

@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { Cni, KubeProxyMode, NodeSpec } from "../../infra/config/model";
 import { componentFile } from "../assets";
+import { pinnedTarget } from "../ssh/run-script";
 import { nodePreparationProvider } from "./provider";
 import { renderUnmanagedDevicesConfig } from "./render";
 
@@ -71,12 +72,7 @@ export class NodePreparation extends pulumi.ComponentResource {
         roles: [...node.roles],
         cni: args.cni,
         kubeProxyMode: args.kubeProxyMode,
-        connection: {
-          host: node.ssh.host,
-          port: node.ssh.port,
-          user: node.ssh.user,
-          hostKey: node.ssh.hostKey,
-        },
+        connection: pinnedTarget(node.ssh),
         sshPrivateKey: pulumi.secret(args.sshPrivateKey),
         script: componentFile(__dirname, "prepare-node.sh"),
         bringUpKubeIpvs: args.bringUpKubeIpvs ?? false,

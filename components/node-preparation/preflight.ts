@@ -7,6 +7,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { NodeSpec } from "../../infra/config/model";
 import { componentFile } from "../assets";
 import * as ssh from "../ssh/run-script";
+import { pinnedTarget, PinnedTarget } from "../ssh/run-script";
 
 /** etcd client, etcd peer, etcd metrics, apiserver, supervisor, kubelet. */
 export const RKE2_SERVER_PORTS = [2379, 2380, 2381, 6443, 9345, 10250];
@@ -38,7 +39,7 @@ export function blockedChecks(checks: readonly PortCheck[]): PortCheck[] {
 
 interface PreflightState {
   readonly node: string;
-  readonly connection: { host: string; port: number; user: string; hostKey: string };
+  readonly connection: PinnedTarget;
   readonly sshPrivateKey: string;
   readonly script: string;
   readonly peers: readonly string[];
@@ -126,12 +127,7 @@ export class ServerPortsPreflight extends pulumi.ComponentResource {
       `${name}-check`,
       {
         node: server.name,
-        connection: {
-          host: server.ssh.host,
-          port: server.ssh.port,
-          user: server.ssh.user,
-          hostKey: server.ssh.hostKey,
-        },
+        connection: pinnedTarget(server.ssh),
         sshPrivateKey: pulumi.secret(args.sshPrivateKey),
         script: componentFile(__dirname, "preflight-ports.sh"),
         peers: args.peers.map((p) => p.ip),

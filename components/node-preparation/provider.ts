@@ -10,12 +10,7 @@ import * as facts from "./render";
 
 export interface NodePreparationState {
   readonly node: string;
-  readonly connection: {
-    readonly host: string;
-    readonly port: number;
-    readonly user: string;
-    readonly hostKey: string;
-  };
+  readonly connection: ssh.PinnedTarget;
   readonly sshPrivateKey: string;
   readonly script: string;
   readonly bringUpKubeIpvs: boolean;

@@ -7,12 +7,13 @@ import * as pulumi from "@pulumi/pulumi";
 import { SshEndpoint } from "../../infra/config/model";
 import { componentFile } from "../assets";
 import * as ssh from "../ssh/run-script";
+import { pinnedTarget, PinnedTarget } from "../ssh/run-script";
 
 export const REMOTE_FILE_RESOURCE_TYPE = "pulumi-nodejs:dynamic/host:File";
 
 export interface RemoteFileState {
   readonly host: string;
-  readonly connection: { host: string; port: number; user: string; hostKey: string };
+  readonly connection: PinnedTarget;
   readonly sshPrivateKey: string;
   readonly script: string;
   readonly path: string;
@@ -131,12 +132,7 @@ export class RemoteFile extends pulumi.ComponentResource {
       `${name}-file`,
       {
         host: args.hostName,
-        connection: {
-          host: args.ssh.host,
-          port: args.ssh.port,
-          user: args.ssh.user,
-          hostKey: args.ssh.hostKey,
-        },
+        connection: pinnedTarget(args.ssh),
         sshPrivateKey: pulumi.secret(args.sshPrivateKey),
         script: componentFile(__dirname, "remote-file.sh"),
         path: args.path,

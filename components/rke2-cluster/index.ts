@@ -12,6 +12,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { ClusterSettings, NodeSpec } from "../../infra/config/model";
 import { componentFile } from "../assets";
 import { RemoteFile } from "../remote-file";
+import { pinnedTarget } from "../ssh/run-script";
 import { renderRke2AgentConfig, renderRke2ServerConfig } from "./config";
 import { joinGateProvider, nodeStartProvider } from "./provider";
 
@@ -52,15 +53,6 @@ export interface Rke2ClusterArgs {
   readonly prerequisites: ReadonlyMap<string, pulumi.Resource[]>;
 }
 
-function connectionOf(node: NodeSpec) {
-  return {
-    host: node.ssh.host,
-    port: node.ssh.port,
-    user: node.ssh.user,
-    hostKey: node.ssh.hostKey,
-  };
-}
-
 export class Rke2Cluster extends pulumi.ComponentResource {
   /** Join gates in server order; the last one is when the control plane is complete. */
   public readonly gates: pulumi.Resource[] = [];
@@ -83,43 +75,50 @@ export class Rke2Cluster extends pulumi.ComponentResource {
     const membersScript = componentFile(__dirname, "etcd-members.sh");
     const [first] = servers;
     let previousGate: pulumi.Resource | undefined;
-
-    for (const [i, node] of servers.entries()) {
-      const waitFor = args.serverJoin === "sequential" && previousGate ? [previousGate] : [];
-      const after = [...(args.prerequisites.get(node.name) ?? []), ...waitFor];
-      const config = new RemoteFile(
+    // Each node's config.yaml: mode 0600, the token a secret, kept when the stack goes away.
+    const configFile = (
+      node: NodeSpec,
+      after: pulumi.Resource[],
+      render: (token: string) => string,
+    ) =>
+      new RemoteFile(
         `${name}-config-${node.name}`,
         {
           hostName: node.name,
           ssh: node.ssh,
           sshPrivateKey: args.sshPrivateKey,
           path: RKE2_CONFIG_PATH,
-          content: token.apply((t) =>
-            renderRke2ServerConfig({
-              cluster,
-              node,
-              joinAddress: i === 0 ? undefined : first.ip,
-              token: t,
-              kubeletArgs: args.kubeletArgs,
-            }),
-          ),
+          content: token.apply(render),
           mode: "0600",
           secretContent: true,
           retainOnDelete: true,
         },
         { parent: this, dependsOn: after },
       );
+
+    for (const [i, node] of servers.entries()) {
+      const waitFor = args.serverJoin === "sequential" && previousGate ? [previousGate] : [];
+      const after = [...(args.prerequisites.get(node.name) ?? []), ...waitFor];
+      const config = configFile(node, after, (t) =>
+        renderRke2ServerConfig({
+          cluster,
+          node,
+          joinAddress: i === 0 ? undefined : first.ip,
+          token: t,
+          kubeletArgs: args.kubeletArgs,
+        }),
+      );
       const start = new NodeStartResource(
         `${name}-start-${node.name}`,
         {
           node: node.name,
           role: "server",
-          connection: connectionOf(node),
+          connection: pinnedTarget(node.ssh),
           sshPrivateKey: pulumi.secret(args.sshPrivateKey),
           script: startScript,
           version: cluster.version,
           installCommand: args.installCommand,
-          firstServer: i === 0 ? undefined : connectionOf(first),
+          firstServer: i === 0 ? undefined : pinnedTarget(first.ssh),
           membersScript,
           lastChanges: undefined,
         },
@@ -129,7 +128,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
         `${name}-gate-${node.name}`,
         {
           node: node.name,
-          connection: connectionOf(node),
+          connection: pinnedTarget(node.ssh),
           sshPrivateKey: pulumi.secret(args.sshPrivateKey),
           script: gateScript,
           membersScript,
@@ -143,34 +142,21 @@ export class Rke2Cluster extends pulumi.ComponentResource {
 
     for (const node of args.agents) {
       const after = [...(args.prerequisites.get(node.name) ?? []), previousGate!];
-      const config = new RemoteFile(
-        `${name}-config-${node.name}`,
-        {
-          hostName: node.name,
-          ssh: node.ssh,
-          sshPrivateKey: args.sshPrivateKey,
-          path: RKE2_CONFIG_PATH,
-          content: token.apply((t) =>
-            renderRke2AgentConfig({
-              node,
-              serverAddress: first.ip,
-              token: t,
-              kubeletArgs: args.kubeletArgs,
-              privateRegistry: cluster.privateRegistry,
-            }),
-          ),
-          mode: "0600",
-          secretContent: true,
-          retainOnDelete: true,
-        },
-        { parent: this, dependsOn: after },
+      const config = configFile(node, after, (t) =>
+        renderRke2AgentConfig({
+          node,
+          serverAddress: first.ip,
+          token: t,
+          kubeletArgs: args.kubeletArgs,
+          privateRegistry: cluster.privateRegistry,
+        }),
       );
       new NodeStartResource(
         `${name}-start-${node.name}`,
         {
           node: node.name,
           role: "agent",
-          connection: connectionOf(node),
+          connection: pinnedTarget(node.ssh),
           sshPrivateKey: pulumi.secret(args.sshPrivateKey),
           script: startScript,
           version: cluster.version,

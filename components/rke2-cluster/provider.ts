@@ -7,12 +7,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as ssh from "../ssh/run-script";
 
-export interface Connection {
-  readonly host: string;
-  readonly port: number;
-  readonly user: string;
-  readonly hostKey: string;
-}
+export type Connection = ssh.PinnedTarget;
 
 export type Membership = "first" | "voter" | "learner" | "none";
 

@@ -1,3 +1,10 @@
 export { fingerprintOfKeyLine, fingerprintOfBlob, blobOfKeyLine } from "./host-key";
-export { failureReason, runScript, scriptWithParams, shellQuote, sshError } from "./run-script";
-export type { SshConnection, ScriptResult, RunScriptOptions } from "./run-script";
+export {
+  failureReason,
+  pinnedTarget,
+  runScript,
+  scriptWithParams,
+  shellQuote,
+  sshError,
+} from "./run-script";
+export type { PinnedTarget, SshConnection, ScriptResult, RunScriptOptions } from "./run-script";

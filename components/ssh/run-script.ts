@@ -1,6 +1,19 @@
 import { Client } from "ssh2";
 import { blobOfKeyLine, fingerprintOfBlob, fingerprintOfKeyLine } from "./host-key";
 
+/** A host's SSH address with its pinned key: what every SSH-backed resource records as `connection`. */
+export interface PinnedTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  /** Pinned OpenSSH public key line; any other key is refused. */
+  readonly hostKey: string;
+}
+
+export function pinnedTarget(ssh: PinnedTarget): PinnedTarget {
+  return { host: ssh.host, port: ssh.port, user: ssh.user, hostKey: ssh.hostKey };
+}
+
 /** Where and how to reach a host. The private key is a secret and never appears in messages. */
 export interface SshConnection {
   readonly host: string;

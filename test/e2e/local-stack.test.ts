@@ -4,34 +4,12 @@
  * the policy pack in a preview, and destroy. Runs inside the lab's operator namespace.
  */
 import * as assert from "assert/strict";
-import { spawnSync } from "child_process";
-import { lab, LAB_STACK, labNs, REPO, run, ruleset, unitState, virsh } from "../real/lab";
+import { digA, pulumi } from "./cli";
+import { lab, labNs, run, ruleset, unitState, virsh } from "../real/lab";
 import { runScript } from "../../components/ssh/run-script";
 import { nodeConnection } from "../real/lab";
 
-const STACK = LAB_STACK;
 const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
-
-function pulumi(...args: string[]) {
-  const r = spawnSync(
-    "pulumi",
-    [...args, "--stack", STACK, "--non-interactive", "--color", "never"],
-    {
-      cwd: REPO,
-      encoding: "utf8",
-      timeout: 540000,
-      env: { ...process.env, PULUMI_NODEJS_TRANSPILE_ONLY: "true" },
-    },
-  );
-  return { status: r.status ?? -1, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
-}
-
-function digA(name: string): string[] {
-  return run("dig", ["+short", "+time=2", "+tries=1", "@192.168.122.1", name])
-    .stdout.split("\n")
-    .filter(Boolean)
-    .sort();
-}
 
 const isReject = (rule: string) => /-j REJECT --reject-with icmp-host-prohibited/.test(rule);
 

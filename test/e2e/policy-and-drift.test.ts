@@ -4,6 +4,7 @@
  * must agree with the offline `npm run verify`.
  */
 import * as assert from "assert/strict";
+import { pulumi } from "./cli";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
@@ -13,27 +14,12 @@ import { runScript } from "../../components/ssh/run-script";
 import { stackFilePath } from "../../infra/config/load";
 import { inNamespace, LAB_STACK, labNs, nodeConnection, nodeFile, REPO, virsh } from "../real/lab";
 
-const STACK = LAB_STACK;
 const NS = "rke2-remediation";
-
-function pulumi(...args: string[]) {
-  const r = spawnSync(
-    "pulumi",
-    [...args, "--stack", STACK, "--non-interactive", "--color", "never"],
-    {
-      cwd: REPO,
-      encoding: "utf8",
-      timeout: 540000,
-      env: { ...process.env, PULUMI_NODEJS_TRANSPILE_ONLY: "true" },
-    },
-  );
-  return { status: r.status ?? -1, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
-}
 
 function verify(): { failed: boolean; mandatory: string[] } {
   const r = spawnSync(
     process.execPath,
-    [path.join(REPO, "bin", "infra", "cli", "verify.js"), "--stack", STACK, "--json"],
+    [path.join(REPO, "bin", "infra", "cli", "verify.js"), "--stack", LAB_STACK, "--json"],
     {
       encoding: "utf8",
     },
@@ -140,7 +126,7 @@ describe("drift detection with the real CLI", function () {
 
 describe("the policy pack in previews agrees with npm run verify", function () {
   this.timeout(600000);
-  const file = stackFilePath(STACK);
+  const file = stackFilePath(LAB_STACK);
   let original: string;
 
   before(() => {
