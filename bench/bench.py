@@ -1,0 +1,547 @@
+#!/usr/bin/env python3
+"""Helpers for bench/run (Python 3 standard library only).
+
+  dns          timed lookups through the resolver of the namespace it runs in (glibc
+               getaddrinfo, AF_UNSPEC: the call `getent ahosts` makes, search list and ndots
+               included); prints JSON
+  ssh-count    "Accepted publickey" lines per lab host in the lab's sshd logs; prints JSON
+  ssh-ops      SSH-backed resources per host in a `pulumi stack export` (stdin); prints JSON
+  ssh-summary  connections per host per operation, from two ssh-count files and an ssh-ops file
+  cpu-hosts    CPU time (ms) the lab hosts' sshd have used, their finished sessions included
+  record       appends one measurement (JSON line) to the measurements file
+  report       writes results.json and results.md from the measurements file
+"""
+
+import argparse
+import collections
+import concurrent.futures
+import json
+import math
+import os
+import re
+import socket
+import statistics
+import sys
+import time
+
+LAB_NET = "192.168.122"
+
+
+def percentile(values, p):
+    """Nearest-rank percentile: the smallest value with at least p% of the samples at or below."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def median(values):
+    return statistics.median(values) if values else None
+
+
+# --- dns ----------------------------------------------------------------------------------------
+
+
+def lookup(name):
+    started = time.perf_counter_ns()
+    try:
+        infos = socket.getaddrinfo(name, None, socket.AF_UNSPEC, socket.SOCK_STREAM)
+        addrs, error = sorted({info[4][0] for info in infos}), None
+    except socket.gaierror as err:
+        addrs, error = [], err.strerror or str(err)
+    return (time.perf_counter_ns() - started) / 1e6, addrs, error
+
+
+def cmd_dns(args):
+    expect = sorted(filter(None, args.expect.split(","))) if args.expect else []
+    started = time.perf_counter_ns()
+    if args.concurrency <= 1:
+        results = [lookup(args.name) for _ in range(args.count)]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
+            results = list(pool.map(lambda _: lookup(args.name), range(args.count)))
+    total_ms = (time.perf_counter_ns() - started) / 1e6
+    ms = [round(r[0], 3) for r in results]
+    wrong = [r for r in results if r[2] is None and expect and not set(expect) <= set(r[1])]
+    errors = collections.Counter(r[2] for r in results if r[2] is not None)
+    answers = collections.Counter(",".join(r[1]) for r in results if r[2] is None)
+    with open("/etc/resolv.conf", encoding="utf8") as f:
+        resolv = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    json.dump(
+        {
+            "name": args.name,
+            "count": args.count,
+            "concurrency": args.concurrency,
+            "resolv_conf": resolv,
+            "total_ms": round(total_ms, 1),
+            "p50_ms": percentile(ms, 50),
+            "p99_ms": percentile(ms, 99),
+            "min_ms": min(ms),
+            "max_ms": max(ms),
+            "mean_ms": round(statistics.mean(ms), 3),
+            "failed": sum(errors.values()),
+            "wrong_answers": len(wrong),
+            "errors": dict(errors),
+            "answers": dict(answers),
+            "ms": ms,
+        },
+        sys.stdout,
+    )
+    print()
+
+
+# --- ssh ----------------------------------------------------------------------------------------
+
+
+def cmd_ssh_count(args):
+    counts = {}
+    for entry in sorted(os.listdir(args.logs)):
+        m = re.fullmatch(r"sshd-(kvm|n(\d+))\.log", entry)
+        if not m:
+            continue
+        host = f"{LAB_NET}.1" if m.group(1) == "kvm" else f"{LAB_NET}.{m.group(2)}"
+        with open(os.path.join(args.logs, entry), encoding="utf8", errors="replace") as f:
+            counts[host] = sum(1 for line in f if "Accepted publickey" in line)
+    json.dump(counts, sys.stdout)
+    print()
+
+
+def cmd_ssh_ops(_args):
+    """Every resource whose outputs carry an SSH `connection` opens one session per operation."""
+    export = json.load(sys.stdin)
+    ops = collections.Counter()
+    for resource in export.get("deployment", {}).get("resources", []):
+        connection = (resource.get("outputs") or {}).get("connection")
+        if isinstance(connection, dict) and connection.get("host"):
+            ops[connection["host"]] += 1
+    json.dump(dict(ops), sys.stdout)
+    print()
+
+
+def load(path):
+    with open(path, encoding="utf8") as f:
+        return json.load(f)
+
+
+def cmd_ssh_summary(args):
+    before, after, ops = load(args.before), load(args.after), load(args.ops)
+    per_host = {}
+    for host in sorted(set(after) | set(ops)):
+        conns = after.get(host, 0) - before.get(host, 0)
+        if conns or ops.get(host):
+            per_host[host] = {"connections": conns, "operations": ops.get(host, 0)}
+    ratios = [v["connections"] / v["operations"] for v in per_host.values() if v["operations"]]
+    json.dump(
+        {
+            "hosts": len(per_host),
+            "connections": sum(v["connections"] for v in per_host.values()),
+            "operations": sum(v["operations"] for v in per_host.values()),
+            "max_per_operation": max(ratios) if ratios else None,
+            "min_per_operation": min(ratios) if ratios else None,
+            "off": {h: v for h, v in per_host.items() if v["connections"] != v["operations"]},
+            "per_host": per_host,
+        },
+        sys.stdout,
+    )
+    print()
+
+
+def cmd_cpu_hosts(args):
+    """utime+stime+cutime+cstime of each lab sshd: sessions (sshd, bash, iptables-save, virsh)
+    are its reaped descendants, so this is the hosts' side of every SSH operation."""
+    tick = os.sysconf("SC_CLK_TCK")
+    pidfiles = [os.path.join(args.lab_dir, "kvm", "ssh", "sshd.pid")]
+    nodes = os.path.join(args.lab_dir, "nodes")
+    pidfiles += [os.path.join(nodes, d, "sshd.pid") for d in sorted(os.listdir(nodes))]
+    total = 0
+    for pidfile in pidfiles:
+        try:
+            with open(pidfile, encoding="utf8") as f:
+                pid = int(f.read().strip())
+            with open(f"/proc/{pid}/stat", encoding="utf8") as f:
+                stat = f.read()
+        except (OSError, ValueError):
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        total += sum(int(x) for x in fields[11:15])
+    print(round(total * 1000 / tick))
+
+
+# --- record and report ----------------------------------------------------------------------------
+
+
+def cmd_record(args):
+    row = {"section": args.section, "case": args.case, "command": args.command}
+    for kv in args.kv or []:
+        key, _, value = kv.partition("=")
+        try:
+            row[key] = json.loads(value)
+        except json.JSONDecodeError:
+            row[key] = value
+    for kv in args.json or []:
+        key, _, path = kv.partition("=")
+        row[key] = load(path) if os.path.exists(path) else None
+    with open(args.out, "a", encoding="utf8") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def fmt_ms(ms):
+    if ms is None:
+        return "n/a"
+    if ms >= 10000:
+        return f"{ms / 1000:.1f} s"
+    if ms >= 1000:
+        return f"{ms / 1000:.2f} s"
+    if ms >= 10:
+        return f"{ms:.0f} ms"
+    return f"{ms:.1f} ms"
+
+
+def verdict(ok):
+    return {True: "met", False: "**missed**", None: "-"}[ok]
+
+
+def dns_rows(rows, baseline):
+    out = []
+    labels = {
+        "unfixed": "unfixed (chart default Corefile)",
+        "seed": "seed 000's literal fix",
+        "product": "product fix, CoreDNS direct (no NodeLocalDNS)",
+        "product-nodelocal": "product fix behind NodeLocalDNS",
+    }
+    for r in rows:
+        d = r.get("lookups") or {}
+        cluster = f"{r.get('cluster_status')} {r.get('cluster_answer') or '-'}"
+        unchanged = r.get("cluster_status") == "NOERROR" and r.get("cluster_answer") == baseline
+        target = r["case"].startswith("product")
+        ok = (d.get("p99_ms") is not None and d["p99_ms"] < 50 and unchanged) if target else None
+        method = (
+            f"{d.get('count')} lookups, {d.get('concurrency')} in parallel"
+            if (d.get("concurrency") or 1) > 1
+            else f"{d.get('count')} lookups, one after another"
+        )
+        failures = d.get("failed", 0) + d.get("wrong_answers", 0)
+        result = (
+            f"p50 {fmt_ms(d.get('p50_ms'))}, p99 {fmt_ms(d.get('p99_ms'))} ({method}"
+            f"{f', {failures} failed' if failures else ''}); "
+            f"kubernetes.default.svc.cluster.local: {cluster}"
+            f"{'' if unchanged else ' (changed)'}"
+        )
+        out.append(
+            (
+                "1 DNS path",
+                labels.get(r["case"], r["case"]),
+                result,
+                "p99 < 50 ms, cluster names unchanged" if target else "-",
+                verdict(ok),
+                r["command"],
+            )
+        )
+    return out
+
+
+def runs_summary(r):
+    ms = r.get("wall_ms") or []
+    rcs = r.get("rc") or []
+    bad = sum(1 for c in rcs if c != 0)
+    return median(ms), f"median {fmt_ms(median(ms))} of {len(ms)} ({', '.join(fmt_ms(m) for m in ms)})" + (
+        f", {bad} run(s) FAILED" if bad else ""
+    )
+
+
+def ssh_text(r):
+    summaries = [s for s in (r.get("ssh") or []) if s]
+    if not summaries:
+        return "SSH not counted", None
+    worst = max(s["max_per_operation"] or 0 for s in summaries)
+    best = min(s["min_per_operation"] or 0 for s in summaries)
+    last = summaries[-1]
+    text = (
+        f"SSH: {last['connections']} connections for {last['operations']} operations on "
+        f"{last['hosts']} hosts; per host per operation {best:g}..{worst:g}"
+    )
+    return text, worst == 1 and best == 1
+
+
+def cpu_text(r):
+    cpu = [c for c in (r.get("cpu") or []) if c]
+    if not cpu:
+        return ""
+    op = median([c["operator_ms"] for c in cpu])
+    hosts = median([c["hosts_ms"] for c in cpu])
+    return f"; CPU (medians): pulumi {fmt_ms(op)}, lab hosts' sshd sessions {fmt_ms(hosts)}"
+
+
+def scaling_rows(rows, section, label, time_target):
+    out = []
+    by_n = {r["nodes"]: r for r in rows}
+    if not by_n:
+        return out
+    smallest, largest = min(by_n), max(by_n)
+    base_ms = runs_summary(by_n[smallest])[0]
+    for n in sorted(by_n):
+        r = by_n[n]
+        med, text = runs_summary(r)
+        ssh, ssh_ok = ssh_text(r)
+        changed = r.get("changed_nodes")
+        if changed:
+            text += f"; nodes reporting changes: {'/'.join(str(c) for c in changed)}"
+        text += f"; {ssh}{cpu_text(r)}"
+        failed = any(c != 0 for c in r.get("rc") or [1])
+        verdicts = [f"SSH {verdict(ssh_ok)}"]
+        target = "one SSH connection per host per operation"
+        if n != smallest and med is not None and base_ms:
+            ratio = med / base_ms
+            text += f"; **{ratio:.2f}×** the {smallest}-node time"
+            if n == largest:
+                target = f"{time_target}; {target}"
+                verdicts.insert(0, f"time {verdict(ratio <= 2)} ({ratio:.2f}×)")
+        if failed:
+            verdicts.insert(0, "**run failed**")
+        out.append(
+            (
+                section,
+                f"{label}, {n} node{'s' if n != 1 else ''}",
+                text,
+                target,
+                "; ".join(verdicts),
+                r["command"],
+            )
+        )
+    return out
+
+
+def scale_rows(rows):
+    out = []
+    by_n = {r["nodes"]: r for r in rows if r["case"].startswith("verify-")}
+    meds = {n: runs_summary(r)[0] for n, r in by_n.items()}
+    ns = sorted(by_n)
+    linear = None
+    note = ""
+    if len(ns) == 3 and all(meds[n] for n in ns):
+        a, b, c = ns
+        first = (meds[b] - meds[a]) / (b - a)
+        second = (meds[c] - meds[b]) / (c - b)
+        linear = second <= 2 * max(first, 0.5)
+        note = (
+            f"; per added node {first:.1f} ms ({a}→{b}), {second:.1f} ms ({b}→{c})"
+        )
+    for n in ns:
+        r = by_n[n]
+        med, text = runs_summary(r)
+        text += f"; {r.get('resources')} resources, {r.get('verdict')}"
+        ok = None
+        if n == max(ns):
+            text += note
+            ok = (med is not None and med < 10000 and linear is True and r.get("verdict") == "ok")
+        out.append(
+            (
+                "4 Program scale",
+                f"verify, {n} nodes",
+                text,
+                "linear, 300 nodes < 10 s" if n == max(ns) else "-",
+                verdict(ok),
+                r["command"],
+            )
+        )
+    for r in rows:
+        if r["case"] == "npm-verify-300":
+            med, text = runs_summary(r)
+            out.append(
+                (
+                    "4 Program scale",
+                    "npm run verify, 300 nodes, including the TypeScript build",
+                    text,
+                    "300 nodes < 10 s, as npm run verify runs (build included)",
+                    verdict(med is not None and med < 10000 and all(c == 0 for c in r.get("rc") or [1])),
+                    r["command"],
+                )
+            )
+    return out
+
+
+def joingate_rows(rows):
+    out = []
+    for r in rows:
+        if r.get("measured"):
+            lat = r.get("latency_ms") or []
+            poll = r.get("poll_seconds")
+            ok = bool(lat) and max(lat) <= poll * 1000 + 1000 and poll <= 2 and not r.get("failed")
+            text = (
+                f"promotion → gate passed: median {fmt_ms(median(lat))}, max {fmt_ms(max(lat) if lat else None)} "
+                f"over {len(lat)} joins ({', '.join(fmt_ms(x) for x in lat)}); poll interval {poll} s"
+                + (f"; {r['failed']} join(s) FAILED" if r.get("failed") else "")
+            )
+            polls = r.get("first_poll_ms") or []
+            if polls:
+                text += (
+                    f"; one poll while the member is a learner takes {fmt_ms(median(polls))} "
+                    f"(median of its first polls), then it sleeps {poll} s"
+                )
+        else:
+            ok, text = None, f"not measured: {r.get('reason')}"
+        out.append(
+            ("5 Join-gate latency", "learner promoted → gate passes", text, "≤ poll + 1 s, poll ≤ 2 s", verdict(ok), r["command"])
+        )
+    return out
+
+
+def cmd_report(args):
+    rows = []
+    with open(args.measurements, encoding="utf8") as f:
+        for line in f:
+            if line.strip():
+                rows.append(json.loads(line))
+    meta = load(args.meta)
+    by_section = collections.defaultdict(list)
+    for r in rows:
+        by_section[r["section"]].append(r)
+
+    baseline = next(
+        (r.get("cluster_answer") for r in by_section["dns"] if r["case"] == "unfixed"), "10.43.0.1"
+    )
+    table = []
+    table += dns_rows(by_section["dns"], baseline)
+    table += scaling_rows(
+        [r for r in by_section["converge"]],
+        "2 Convergence scaling",
+        "pulumi up from the as-found state",
+        "20 nodes ≤ 2× 1 node",
+    )
+    table += scaling_rows(
+        [r for r in by_section["drift"]],
+        "3 Drift-check scaling",
+        "pulumi preview --refresh --expect-no-changes",
+        "20 nodes ≤ 2× 1 node",
+    )
+    table += scale_rows(by_section["scale"])
+    table += joingate_rows(by_section["joingate"])
+
+    missed = [t for t in table if "**" in t[4]]
+    notes = []
+    for section, label in (("converge", "pulumi up"), ("drift", "the drift check")):
+        by_n = {r["nodes"]: r for r in by_section[section]}
+        if len(by_n) < 2:
+            continue
+        lo, hi = by_n[min(by_n)], by_n[max(by_n)]
+        lo_ms, hi_ms = runs_summary(lo)[0], runs_summary(hi)[0]
+        lo_cpu, hi_cpu = lo.get("cpu") or [], hi.get("cpu") or []
+        if not (lo_ms and hi_ms and lo_cpu and hi_cpu) or hi_ms / lo_ms <= 2:
+            continue
+        hosts = median([c["hosts_ms"] for c in hi_cpu]) - median([c["hosts_ms"] for c in lo_cpu])
+        op = median([c["operator_ms"] for c in hi_cpu]) - median([c["operator_ms"] for c in lo_cpu])
+        notes.append(
+            f"Why {label} on {max(by_n)} nodes takes {hi_ms / lo_ms:.2f}× the {min(by_n)}-node time: "
+            f"the {min(by_n)}-node run is mostly fixed cost ({fmt_ms(lo_ms)}: CLI, program, plugins); "
+            f"the extra nodes add {fmt_ms(hosts)} of CPU on the lab hosts (sshd, bash, iptables-save) "
+            f"and {fmt_ms(op)} in pulumi, and all lab hosts share this machine's cores with pulumi, "
+            "where on the estate each host's part runs on that host."
+        )
+    scale = {r["case"]: r for r in by_section["scale"]}
+    if "npm-verify-300" in scale and "verify-300" in scale:
+        npm_ms = runs_summary(scale["npm-verify-300"])[0]
+        step_ms = runs_summary(scale["verify-300"])[0]
+        if npm_ms and step_ms and npm_ms >= 10000:
+            notes.append(
+                f"npm run verify on 300 nodes takes {fmt_ms(npm_ms)}, of which its verify step is "
+                f"{fmt_ms(step_ms)}; the rest is the tsc build of the whole project that npm runs first "
+                "(preverify), which does not depend on the stack's size."
+            )
+    with open(args.json_out, "w", encoding="utf8") as f:
+        json.dump(
+            {
+                "meta": meta,
+                "notes": notes,
+                "table": [
+                    dict(zip(["benchmark", "case", "result", "target", "verdict", "command"], t))
+                    for t in table
+                ],
+                "measurements": rows,
+            },
+            f,
+            indent=2,
+        )
+        f.write("\n")
+
+    def cell(text):
+        return str(text).replace("|", "\\|").replace("\n", " ")
+
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Written by `npm run bench` (`bash bench/run`) on {meta['date']}; total {meta['total_s']} s.",
+        f"Source measured: {meta['source']}. Machine: {meta['machine']}.",
+        "1-minute load average before -> after each section (the machine is shared; other work "
+        "running beside the bench shows here): " + ", ".join(meta.get("load", [])) + ".",
+        "",
+        "Every command below runs from the repository root with the bench lab's environment:",
+        "",
+        "```sh",
+        f"export {meta['lab_env']}",
+        "lab() { bash test/lab/lab \"$@\"; }   # the lab script, as `npm run lab --` runs it",
+        "```",
+        "",
+        "| benchmark | case | result | target | verdict | command |",
+        "|---|---|---|---|---|---|",
+    ]
+    for t in table:
+        lines.append("| " + " | ".join(cell(x) if i != 5 else f"`{cell(x)}`" for i, x in enumerate(t)) + " |")
+    lines += ["", "## Method", ""]
+    lines += [f"- {m}" for m in meta.get("method", [])]
+    lines += ["", "## Targets missed", ""]
+    if missed:
+        for t in missed:
+            lines.append(f"- {t[0]}, {t[1]}: {t[2]}")
+        lines += ["", "Measured reasons:", ""]
+        lines += [f"- {note}" for note in notes]
+    else:
+        lines.append("- none")
+    with open(args.md_out, "w", encoding="utf8") as f:
+        f.write("\n".join(lines) + "\n")
+    for t in table:
+        print(f"{t[0]} | {t[1]} | {t[2]} | {t[4]}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("dns")
+    p.add_argument("--name", required=True)
+    p.add_argument("--count", type=int, default=200)
+    p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--expect", default="")
+    p.set_defaults(func=cmd_dns)
+    p = sub.add_parser("ssh-count")
+    p.add_argument("--logs", required=True)
+    p.set_defaults(func=cmd_ssh_count)
+    p = sub.add_parser("ssh-ops")
+    p.set_defaults(func=cmd_ssh_ops)
+    p = sub.add_parser("ssh-summary")
+    p.add_argument("--before", required=True)
+    p.add_argument("--after", required=True)
+    p.add_argument("--ops", required=True)
+    p.set_defaults(func=cmd_ssh_summary)
+    p = sub.add_parser("cpu-hosts")
+    p.add_argument("--lab-dir", required=True)
+    p.set_defaults(func=cmd_cpu_hosts)
+    p = sub.add_parser("record")
+    p.add_argument("--out", required=True)
+    p.add_argument("--section", required=True)
+    p.add_argument("--case", required=True)
+    p.add_argument("--command", required=True)
+    p.add_argument("--kv", action="append", help="key=value (value parsed as JSON when it is JSON)")
+    p.add_argument("--json", action="append", help="key=path of a JSON file")
+    p.set_defaults(func=cmd_record)
+    p = sub.add_parser("report")
+    p.add_argument("--measurements", required=True)
+    p.add_argument("--meta", required=True)
+    p.add_argument("--json-out", required=True)
+    p.add_argument("--md-out", required=True)
+    p.set_defaults(func=cmd_report)
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+/* global process, console */
+/**
+ * Stack files for bench/run.
+ *
+ *   node bench/stacks.mjs subset --template <stack yaml> --first 5 --out <yaml>
+ *     The lab's stack with only its first N nodes (in the order RKE2R_LAB_NODES lists them); deploys libvirt DNS records, node
+ *     preparation (with the server ports preflight) and cluster DNS, no RKE2 and no Rancher. Without
+ *     a downstream etcd and control-plane node the `rancher` key is dropped (uat1 needs both).
+ *     Encryption salt and secrets are kept, so the stack's secrets still decrypt.
+ *
+ *   node bench/stacks.mjs scale --from stacks/Pulumi.lab.yaml --nodes 300 --out <yaml>
+ *     The seeds' estate grown to N nodes for `npm run verify -- --file`: 3 management servers
+ *     (1 below 5 nodes), uat1's etcd+controlplane node, then management agents and uat1 workers
+ *     taking turns. Node network widened to 192.168.0.0/16 for every size (a /24 holds 253 hosts);
+ *     cluster and service CIDRs stay 10.x and disjoint. Host keys are placeholders of the right
+ *     form, as in stacks/Pulumi.lab.yaml: an ed25519 key blob whose 32 key bytes spell
+ *     PLACEHOLDER-<host>.
+ */
+import * as fs from "node:fs";
+import YAML from "yaml";
+
+const NS = "rke2-remediation";
+
+function flags(argv) {
+  const out = {};
+  for (let i = 0; i < argv.length; i += 2) {
+    if (!argv[i].startsWith("--") || argv[i + 1] === undefined)
+      throw new Error(`bad argument ${argv[i]}`);
+    out[argv[i].slice(2)] = argv[i + 1];
+  }
+  return out;
+}
+
+function u32(n) {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n);
+  return b;
+}
+
+/** "ssh-ed25519 AAAA..." whose key bytes spell PLACEHOLDER-<host>, padded with '-'. */
+export function placeholderHostKey(host) {
+  const key = Buffer.from(`PLACEHOLDER-${host}`.padEnd(32, "-").slice(0, 32), "ascii");
+  const type = Buffer.from("ssh-ed25519", "ascii");
+  const blob = Buffer.concat([u32(type.length), type, u32(key.length), key]);
+  return `ssh-ed25519 ${blob.toString("base64")}`;
+}
+
+const lastOctet = (ip) => ip.split(".").pop();
+
+function subset(f) {
+  const doc = YAML.parse(fs.readFileSync(f.template, "utf8"));
+  const config = doc.config;
+  const first = Number(f.first);
+  const all = config[`${NS}:nodes`];
+  if (!Number.isInteger(first) || first < 1 || first > all.length)
+    throw new Error(`--first must be 1..${all.length}, the template's node count`);
+  const nodes = all.slice(0, first);
+  config[`${NS}:nodes`] = nodes;
+  const downstream = nodes.filter((n) => n.cluster && n.cluster !== "management");
+  const roles = new Set(downstream.flatMap((n) => n.roles ?? []));
+  if (!(roles.has("etcd") && roles.has("controlplane"))) {
+    delete config[`${NS}:rancher`];
+    config[`${NS}:nodes`] = nodes.filter((n) => !n.cluster || n.cluster === "management");
+  }
+  config[`${NS}:deploy`] = {
+    libvirtDnsRecords: true,
+    nodePreparation: true,
+    rke2Servers: false,
+    clusterDns: true,
+    rancherClusters: false,
+  };
+  const octets = config[`${NS}:nodes`].map((n) => lastOctet(n.ip)).join(" ");
+  const header = `# Written by bench/stacks.mjs subset: the lab's stack with nodes ${octets}.\n`;
+  fs.writeFileSync(
+    f.out,
+    header + YAML.stringify(doc, { lineWidth: 0, aliasDuplicateObjects: false }),
+  );
+}
+
+function scale(f) {
+  const n = Number(f.nodes);
+  if (!Number.isInteger(n) || n < 3) throw new Error("--nodes must be an integer >= 3");
+  const doc = YAML.parse(fs.readFileSync(f.from, "utf8"));
+  const config = doc.config;
+  const lab = config[`${NS}:nodes`];
+  const labServers = lab.filter((x) => x.role === "server");
+  const labEtcd = lab.find((x) => (x.roles ?? []).includes("etcd"));
+  const servers = labServers.slice(0, n < 5 ? 1 : 3);
+  const nodes = [...servers, labEtcd];
+  const used = new Set(nodes.map((x) => x.ip));
+  for (let i = 0; nodes.length < n; i++) {
+    const third = 123 + Math.floor(i / 250);
+    const fourth = 2 + (i % 250);
+    const ip = `192.168.${third}.${fourth}`;
+    if (used.has(ip)) continue;
+    const host = `sza${third}${String(fourth).padStart(3, "0")}`;
+    const base = { name: `${host}.local`, ip };
+    const ssh = { hostKey: placeholderHostKey(host) };
+    nodes.push(
+      i % 2 === 0
+        ? { ...base, cluster: "uat1", roles: ["worker"], ssh }
+        : { ...base, role: "agent", ssh },
+    );
+  }
+  const serverIps = servers.map((x) => x.ip);
+  config[`${NS}:nodes`] = nodes;
+  config[`${NS}:libvirt`].subnet = "192.168.0.0/16";
+  config[`${NS}:libvirt`].dnsRecords = { "ai-ear.cn": serverIps };
+  config[`${NS}:rke2`].tlsSan = serverIps;
+  config[`${NS}:dns`].staticHosts = { "ai-ear.cn": serverIps };
+  const header = `# Written by bench/stacks.mjs scale: ${f.from} grown to ${n} nodes (placeholder host keys).\n`;
+  fs.writeFileSync(
+    f.out,
+    header + YAML.stringify(doc, { lineWidth: 0, aliasDuplicateObjects: false }),
+  );
+}
+
+const [command, ...rest] = process.argv.slice(2);
+try {
+  if (command === "subset") subset(flags(rest));
+  else if (command === "scale") scale(flags(rest));
+  else throw new Error("usage: node bench/stacks.mjs subset|scale --flag value ...");
+} catch (err) {
+  console.error(`stacks.mjs: ${err.message}`);
+  process.exit(1);
+}
