@@ -72,7 +72,7 @@ export function validateEnvironment(
   const nodePreparation = readNodePreparation(r, v.nodePreparation);
   const deploy = readDeploy(r, v.deploy);
 
-  checkNetworks(r, libvirt, clusters, rancher);
+  checkNetworks(r, libvirt, clusters);
   checkServers(r, nodes, management, Array.isArray(v.nodes) && nodes.length === v.nodes.length);
   checkDownstreamMembership(r, nodes, rancher);
   checkDnsAgainstNetworks(r, dns, libvirt, clusters, nodes);
@@ -547,7 +547,6 @@ function checkNetworks(
   r: ConfigReader,
   libvirt: LibvirtSettings | undefined,
   clusters: ClusterSettings[],
-  rancher: RancherSettings | undefined,
 ): void {
   const nodeNet = libvirt ? parseCidr(libvirt.subnet) : undefined;
   clusters.forEach((c, i) => {
@@ -570,7 +569,6 @@ function checkNetworks(
       }
     }
   });
-  void rancher;
 }
 
 function checkServers(

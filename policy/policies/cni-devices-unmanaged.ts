@@ -9,7 +9,9 @@ export const CNI_DEVICES: Readonly<Record<string, readonly string[]>> = {
   cilium: ["cilium*", "lxc*"],
 };
 
-function unmanagedDevices(config: string): string[] {
+/** The interface names a NetworkManager keyfile config leaves unmanaged. */
+export function unmanagedDevices(config: string): string[] {
+  if (!config.includes("[keyfile]")) return [];
   const line = config.split("\n").find((l) => l.startsWith("unmanaged-devices="));
   return (line?.slice("unmanaged-devices=".length).split(";") ?? []).map((d) =>
     d.replace(/^interface-name:/, ""),
@@ -18,24 +20,19 @@ function unmanagedDevices(config: string): string[] {
 
 export const cniDevicesUnmanaged: ResourceValidationPolicy = {
   name: "cni-devices-unmanaged",
-  description:
-    "NetworkManager's unmanaged-devices list covers the devices of the node's CNI, and kube-ipvs0 when kube-proxy runs in IPVS mode.",
+  description: "NetworkManager's unmanaged-devices list covers the devices of the node's CNI.",
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
     if (args.type !== NODE_PREPARATION_TYPE) return;
-    const config = String(args.props.networkManagerConfig ?? "");
-    const devices = config.includes("[keyfile]") ? unmanagedDevices(config) : [];
+    const devices = unmanagedDevices(String(args.props.networkManagerConfig ?? ""));
     const cni = String(args.props.cni ?? "");
-    const required = [
-      ...(CNI_DEVICES[cni] ?? []),
-      ...(args.props.kubeProxyMode === "ipvs" ? ["kube-ipvs0"] : []),
-    ];
+    const required = CNI_DEVICES[cni] ?? [];
     const missing = required.filter((d) => !devices.includes(d));
     if (missing.length > 0) {
       reportViolation(
         `node ${String(args.props.node)}: NetworkManager must leave ${missing.join(", ")} unmanaged ` +
-          `(${cni}${args.props.kubeProxyMode === "ipvs" ? ", kube-proxy IPVS" : ""}); a managed CNI device or kube-ipvs0 ` +
-          "loses its addresses and routes, and pods get `no route to host` (seed 003).",
+          `(${cni}); a CNI device that NetworkManager manages loses its addresses and routes, and pods get ` +
+          "`no route to host` (seed 003).",
       );
     }
   },

@@ -180,7 +180,7 @@ describe("pulumi CLI on the local stack", function () {
     try {
       const bad = pulumi("preview", "--policy-pack", "policy");
       assert.notEqual(bad.status, 0, bad.out);
-      assert.match(bad.out, /networkmanager-leaves-kube-ipvs0-alone/);
+      assert.match(bad.out, /cni-devices-unmanaged/);
     } finally {
       pulumi("config", "rm", "nodePreparation");
     }

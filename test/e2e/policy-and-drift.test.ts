@@ -166,7 +166,7 @@ describe("the policy pack in previews agrees with npm run verify", function () {
     {
       what: "NetworkManager managing Calico's devices",
       change: (c) => (c[`${NS}:nodePreparation`] = { unmanagedDevices: ["kube-ipvs0"] }),
-      policies: ["cni-devices-unmanaged", "networkmanager-leaves-kube-ipvs0-alone"],
+      policies: ["cni-devices-unmanaged"],
     },
     {
       what: "an unmanaged list without tunl* on a calico cluster",
@@ -174,7 +174,7 @@ describe("the policy pack in previews agrees with npm run verify", function () {
         (c[`${NS}:nodePreparation`] = {
           unmanagedDevices: ["kube-ipvs0", "cali*", "vxlan.calico", "flannel*"],
         }),
-      policies: ["cni-devices-unmanaged", "networkmanager-leaves-kube-ipvs0-alone"],
+      policies: ["cni-devices-unmanaged"],
     },
   ];
 

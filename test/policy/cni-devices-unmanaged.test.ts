@@ -40,15 +40,14 @@ describe("policy cni-devices-unmanaged", () => {
     );
   });
 
-  it("requires kube-ipvs0 only when kube-proxy runs in IPVS mode", async () => {
-    const flannelOnly = ["flannel*"];
+  it("asks flannel nodes for flannel* only", async () => {
     await assertNoViolations(cniDevicesUnmanaged, [
-      resource(NODE_PREPARATION_TYPE, props(flannelOnly, "flannel", "iptables")),
+      resource(NODE_PREPARATION_TYPE, props(["flannel*"], "flannel", "iptables")),
     ]);
     await assertViolation(
       cniDevicesUnmanaged,
-      [resource(NODE_PREPARATION_TYPE, props(flannelOnly, "flannel", "ipvs"))],
-      /kube-ipvs0/,
+      [resource(NODE_PREPARATION_TYPE, props(["kube-ipvs0"], "flannel", "iptables"))],
+      /flannel\*/,
     );
   });
 });
