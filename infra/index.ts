@@ -16,3 +16,4 @@ const estate = deployEnvironment(model, secretsFromPulumi());
 
 export const libvirtDnsRecords = estate.libvirtDnsRecords;
 export const preparedNodes = estate.preparedNodes;
+export const downstreamChartValues = estate.downstreamChartValues;

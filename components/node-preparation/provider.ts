@@ -81,6 +81,21 @@ export function nodeScriptParams(
   };
 }
 
+/** After an apply, a fact still off means the host refused a change: fail, naming it. */
+function assertConverged(
+  desired: NodePreparationState,
+  found: NodePreparationState,
+): NodePreparationState {
+  const off = CONVERGENT.filter((k) => found[k] !== desired[k]);
+  if (off.length > 0) {
+    throw new Error(
+      `node ${desired.node}: preparation did not converge (${off.join(", ")} still differ); ` +
+        "see the node's systemctl and iptables state, fix what refused the change, and re-run.",
+    );
+  }
+  return found;
+}
+
 const CONVERGENT = [
   "firewallServicesDisabled",
   "nmCloudSetupDisabled",
@@ -111,7 +126,10 @@ export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
 
   async create(inputs: NodePreparationState): Promise<pulumi.dynamic.CreateResult> {
     const { facts: f, changes } = await runNodeScript(inputs, "apply");
-    return { id: `${inputs.node}/node-preparation`, outs: observed(inputs, f, changes) };
+    return {
+      id: `${inputs.node}/node-preparation`,
+      outs: assertConverged(inputs, observed(inputs, f, changes)),
+    };
   },
 
   async read(id: string, props: NodePreparationState): Promise<pulumi.dynamic.ReadResult> {
@@ -125,7 +143,7 @@ export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
     news: NodePreparationState,
   ): Promise<pulumi.dynamic.UpdateResult> {
     const { facts: f, changes } = await runNodeScript(news, "apply");
-    return { outs: observed(news, f, changes) };
+    return { outs: assertConverged(news, observed(news, f, changes)) };
   },
 
   // Deleting leaves the host as it is: re-enabling iptables.service would re-break it (seed 003).

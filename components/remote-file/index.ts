@@ -67,9 +67,9 @@ async function runFileScript(state: RemoteFileState, action: "read" | "write" | 
 
 export const remoteFileProvider: pulumi.dynamic.ResourceProvider = {
   async diff(_id: string, olds: RemoteFileState, news: RemoteFileState) {
-    const changed = (["content", "mode", "path", "script", "sshPrivateKey"] as const).filter(
-      (k) => olds[k] !== news[k],
-    );
+    const changed = (
+      ["content", "mode", "path", "script", "sshPrivateKey", "retainOnDelete", "host"] as const
+    ).filter((k) => olds[k] !== news[k]);
     const connectionChanged = JSON.stringify(olds.connection) !== JSON.stringify(news.connection);
     return {
       changes: changed.length > 0 || connectionChanged || olds.present === false,

@@ -27,6 +27,8 @@ case "$ACTION" in
     else
       mkdir -p "$(dirname "$FILE")"
       tmp="$(mktemp "$FILE.XXXXXX")"
+      # Never leave a copy of the content (an RKE2 token, say) beside the file.
+      trap 'rm -f "$desired" "$tmp"' EXIT
       cat "$desired" >"$tmp"
       chmod "$MODE" "$tmp"
       mv -f "$tmp" "$FILE"

@@ -112,6 +112,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
         `${name}-start-${node.name}`,
         {
           node: node.name,
+          nodeIp: node.ip,
           role: "server",
           connection: pinnedTarget(node.ssh),
           sshPrivateKey: pulumi.secret(args.sshPrivateKey),
@@ -155,6 +156,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
         `${name}-start-${node.name}`,
         {
           node: node.name,
+          nodeIp: node.ip,
           role: "agent",
           connection: pinnedTarget(node.ssh),
           sshPrivateKey: pulumi.secret(args.sshPrivateKey),

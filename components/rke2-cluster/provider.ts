@@ -11,18 +11,33 @@ export type Connection = ssh.PinnedTarget;
 
 export type Membership = "first" | "voter" | "learner" | "none";
 
-/** What etcd's `member list` says of a node: voter, learner, or none. */
-export function membershipOf(memberList: string, nodeName: string): Exclude<Membership, "first"> {
+/**
+ * What etcd's `member list` says of a node: voter, learner, or none. RKE2 names members
+ * `<node-name>-<hex>`, and an unstarted learner has no name yet, so a member is also found by
+ * its peer URL on the node's address.
+ */
+export function membershipOf(
+  memberList: string,
+  nodeName: string,
+  nodeIp: string,
+): Exclude<Membership, "first"> {
   for (const line of memberList.split("\n")) {
     const fields = line.split(",").map((f) => f.trim());
-    if (fields.length >= 6 && fields[2] === nodeName)
-      return fields[5] === "true" ? "learner" : "voter";
+    if (fields.length < 6) continue;
+    const [, , name, peers] = fields;
+    const named = name === nodeName || name.startsWith(`${nodeName}-`);
+    const byPeer = peers
+      .split(/\s+/)
+      .some((u) => u.replace(/^https?:\/\//, "") === `${nodeIp}:2380`);
+    if (named || byPeer) return fields[5] === "true" ? "learner" : "voter";
   }
   return "none";
 }
 
 export interface NodeStartState {
   readonly node: string;
+  /** The node's address, as etcd's peer URL carries it. */
+  readonly nodeIp: string;
   readonly role: "server" | "agent";
   readonly connection: Connection;
   readonly sshPrivateKey: string;
@@ -59,7 +74,7 @@ async function startNode(state: NodeStartState): Promise<NodeStartState> {
   let membership: Membership = "first";
   if (state.role === "server" && state.firstServer) {
     const list = await run(state, state.firstServer, state.membersScript, {}, 60000);
-    membership = membershipOf(list.stdout, state.node);
+    membership = membershipOf(list.stdout, state.node, state.nodeIp);
   }
   const result = await run(
     state,
@@ -82,10 +97,19 @@ async function startNode(state: NodeStartState): Promise<NodeStartState> {
 
 export const nodeStartProvider: pulumi.dynamic.ResourceProvider = {
   async diff(_id: string, olds: NodeStartState, news: NodeStartState) {
-    const keys = ["version", "installCommand", "script", "role", "sshPrivateKey"] as const;
+    const keys = [
+      "version",
+      "installCommand",
+      "script",
+      "role",
+      "sshPrivateKey",
+      "membersScript",
+      "nodeIp",
+    ] as const;
     const changes =
       keys.some((k) => olds[k] !== news[k]) ||
-      JSON.stringify(olds.connection) !== JSON.stringify(news.connection);
+      JSON.stringify([olds.connection, olds.firstServer]) !==
+        JSON.stringify([news.connection, news.firstServer]);
     return { changes };
   },
   async create(inputs: NodeStartState) {
@@ -128,8 +152,15 @@ async function gate(state: JoinGateState): Promise<void> {
 
 export const joinGateProvider: pulumi.dynamic.ResourceProvider = {
   async diff(_id: string, olds: JoinGateState, news: JoinGateState) {
+    const keys = [
+      "script",
+      "membersScript",
+      "sshPrivateKey",
+      "timeoutSeconds",
+      "pollSeconds",
+    ] as const;
     const changes =
-      olds.script !== news.script ||
+      keys.some((k) => olds[k] !== news[k]) ||
       JSON.stringify(olds.connection) !== JSON.stringify(news.connection);
     return { changes };
   },

@@ -156,12 +156,17 @@ export function runScript(
         stream.end(scriptWithParams(script, options.params ?? {}));
       });
     });
-    options.signal?.addEventListener("abort", () =>
-      finish(
-        sshError(
-          `the SSH session to ${where} was cut before the script finished; re-run to converge.`,
+    if (options.signal?.aborted)
+      return finish(sshError(`the SSH session to ${where} was cut before it started.`));
+    options.signal?.addEventListener(
+      "abort",
+      () =>
+        finish(
+          sshError(
+            `the SSH session to ${where} was cut before the script finished; re-run to converge.`,
+          ),
         ),
-      ),
+      { once: true },
     );
     if (options.timeoutMs) {
       timer = setTimeout(

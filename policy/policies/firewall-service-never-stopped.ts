@@ -1,5 +1,5 @@
 import { ResourceValidationPolicy } from "@pulumi/policy";
-import { NODE_PREPARATION_TYPE, REMOTE_COMMAND_TYPE } from "./resource-types";
+import { NODE_PREPARATION_TYPE, REMOTE_COMMAND_TYPE, RKE2_NODE_START_TYPE } from "./resource-types";
 
 /** `systemctl stop iptables`, `disable --now ip6tables`, `restart iptables`, with any unit suffix. */
 const STOPS_FIREWALL =
@@ -11,6 +11,8 @@ const FLUSHES_RULES =
 
 function commandTexts(type: string, props: Record<string, unknown>): string[] {
   if (type === NODE_PREPARATION_TYPE) return [String(props.script ?? "")];
+  if (type === RKE2_NODE_START_TYPE)
+    return [String(props.script ?? ""), String(props.installCommand ?? "")];
   if (type === REMOTE_COMMAND_TYPE) {
     return ["create", "update", "delete"]
       .map((k) => props[k])
