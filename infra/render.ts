@@ -123,7 +123,7 @@ function clusterDnsArtifacts(model: EnvironmentModel, cluster: ClusterSettings):
       ...common,
       kind: "helmchartconfig",
       path: `${dir}/helmchartconfig-rke2-coredns.yaml`,
-      content: renderManifest(helmChartConfigObject(values)),
+      content: renderManifest(helmChartConfigObject(values, cluster, model.dns)),
     },
   ];
   if (values.nodelocal?.enabled) {
