@@ -27,16 +27,11 @@ export function silentUpstreams(stdout: string): string[] {
 }
 
 async function probe(state: UpstreamPreflightState): Promise<string[]> {
-  const result = await ssh
-    .runScript({ ...state.connection, privateKey: state.sshPrivateKey }, state.script, {
-      params: { UPSTREAMS: state.upstreams.join(" ") },
-      timeoutMs: 60000,
-    })
-    .catch((err: Error) => {
-      throw new Error(`upstream preflight on ${state.node}: ${err.message}`);
-    });
-  if (result.exitCode !== 0)
-    throw new Error(`upstream preflight on ${state.node}: ${ssh.failureReason(result)}`);
+  const result = await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
+    label: `upstream preflight on ${state.node}`,
+    params: { UPSTREAMS: state.upstreams.join(" ") },
+    timeoutMs: 60000,
+  });
   return silentUpstreams(result.stdout);
 }
 
@@ -44,8 +39,7 @@ export const upstreamPreflightProvider: pulumi.dynamic.ResourceProvider = {
   async diff(_id: string, olds: UpstreamPreflightState, news: UpstreamPreflightState) {
     const changes =
       olds.silent.length > 0 ||
-      JSON.stringify([olds.upstreams, olds.connection, olds.script, olds.sshPrivateKey]) !==
-        JSON.stringify([news.upstreams, news.connection, news.script, news.sshPrivateKey]);
+      ssh.inputsDiffer(olds, news, ["upstreams", "connection", "script", "sshPrivateKey"]);
     return { changes };
   },
   async create(inputs: UpstreamPreflightState) {

@@ -34,20 +34,12 @@ async function runNetworkScript(
   state: LibvirtDnsState,
   params: { ACTION: "read" | "apply"; DELETE?: string; ADD?: string; DOMAIN?: string },
 ): Promise<string> {
-  const result = await ssh.runScript(
-    { ...state.connection, privateKey: state.sshPrivateKey },
-    state.script,
-    {
-      params: { NETWORK: state.network, ...params },
-      timeoutMs: 120000,
-      // Dynamic providers have no engine connection; the engine shows what they print.
-      onProgress: (line) => pulumi.log.info(`${state.connection.host} ${state.network}: ${line}`),
-    },
-  );
-  if (result.exitCode !== 0) {
-    const why = ssh.failureReason(result);
-    throw new Error(`libvirt host ${state.connection.host}, network ${state.network}: ${why}`);
-  }
+  const result = await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
+    label: `libvirt host ${state.connection.host}, network ${state.network}`,
+    params: { NETWORK: state.network, ...params },
+    timeoutMs: 120000,
+    log: (line) => pulumi.log.info(line),
+  });
   return result.stdout;
 }
 
@@ -119,9 +111,7 @@ export const libvirtDnsProvider: pulumi.dynamic.ResourceProvider = {
     const changed =
       replaces.length > 0 ||
       key(olds.records) !== key(news.records) ||
-      JSON.stringify(olds.connection) !== JSON.stringify(news.connection) ||
-      olds.sshPrivateKey !== news.sshPrivateKey ||
-      olds.script !== news.script ||
+      ssh.inputsDiffer(olds, news, ["connection", "sshPrivateKey", "script"]) ||
       (news.dhcpDomain !== undefined && olds.configuredDomain !== news.dhcpDomain);
     return { changes: changed, replaces, deleteBeforeReplace: true };
   },

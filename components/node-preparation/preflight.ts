@@ -49,16 +49,11 @@ interface PreflightState {
 }
 
 async function check(state: PreflightState): Promise<PortCheck[]> {
-  const result = await ssh.runScript(
-    { ...state.connection, privateKey: state.sshPrivateKey },
-    state.script,
-    {
-      params: { PEERS: state.peers.join(" "), PORTS: state.ports.join(" "), CONNECT_TIMEOUT: "3" },
-      timeoutMs: 300000,
-    },
-  );
-  if (result.exitCode !== 0)
-    throw new Error(`preflight on ${state.node}: ${ssh.failureReason(result)}`);
+  const result = await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
+    label: `preflight on ${state.node}`,
+    params: { PEERS: state.peers.join(" "), PORTS: state.ports.join(" "), CONNECT_TIMEOUT: "3" },
+    timeoutMs: 300000,
+  });
   return parsePortChecks(result.stdout);
 }
 
@@ -70,8 +65,7 @@ const preflightProvider: pulumi.dynamic.ResourceProvider = {
   async diff(_id: string, olds: PreflightState, news: PreflightState) {
     const changes =
       olds.blocked.length > 0 ||
-      JSON.stringify([olds.peers, olds.ports, olds.connection, olds.script, olds.sshPrivateKey]) !==
-        JSON.stringify([news.peers, news.ports, news.connection, news.script, news.sshPrivateKey]);
+      ssh.inputsDiffer(olds, news, ["peers", "ports", "connection", "script", "sshPrivateKey"]);
     return { changes };
   },
   async create(inputs: PreflightState) {

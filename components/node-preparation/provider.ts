@@ -46,27 +46,13 @@ function observed(
 }
 
 async function runNodeScript(state: NodePreparationState, action: "read" | "apply") {
-  const result = await ssh
-    .runScript({ ...state.connection, privateKey: state.sshPrivateKey }, state.script, {
-      params: nodeScriptParams(action, state),
-      timeoutMs: 120000,
-      // Dynamic providers have no engine connection; the engine shows what they print.
-      onProgress: (line) => pulumi.log.info(`${state.node}: ${line}`),
-    })
-    .catch((err: Error) => {
-      throw new Error(`node ${state.node}: ${err.message}`);
-    });
-  if (result.exitCode !== 0) {
-    const why = ssh.failureReason(result);
-    throw new Error(
-      `node ${state.node} (${state.connection.host}): preparation script failed: ${why}; re-run to converge.`,
-    );
-  }
-  const changes = result.stderr
-    .split("\n")
-    .filter((l) => l.startsWith("changed: "))
-    .map((l) => l.slice(9));
-  return { facts: facts.parseNodeFacts(result.stdout), changes };
+  const result = await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
+    label: `node ${state.node}`,
+    params: nodeScriptParams(action, state),
+    timeoutMs: 120000,
+    log: (line) => pulumi.log.info(line),
+  });
+  return { facts: facts.parseNodeFacts(result.stdout), changes: ssh.changedLines(result) };
 }
 
 /** Parameters of prepare-node.sh; `render` writes the same script for review. */
@@ -111,11 +97,12 @@ export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
   ): Promise<pulumi.dynamic.DiffResult> {
     const drifted = CONVERGENT.filter((k) => olds[k] !== news[k]);
     const kubeIpvsDrift = news.bringUpKubeIpvs && olds.kubeIpvs0 === "down";
-    const other =
-      olds.script !== news.script ||
-      olds.bringUpKubeIpvs !== news.bringUpKubeIpvs ||
-      olds.sshPrivateKey !== news.sshPrivateKey ||
-      JSON.stringify(olds.connection) !== JSON.stringify(news.connection);
+    const other = ssh.inputsDiffer(olds, news, [
+      "script",
+      "bringUpKubeIpvs",
+      "sshPrivateKey",
+      "connection",
+    ]);
     const replaces = olds.connection.host !== news.connection.host ? ["connection"] : [];
     return {
       changes: drifted.length > 0 || kubeIpvsDrift || other,

@@ -40,22 +40,17 @@ export function parseFileReport(stdout: string): {
 }
 
 async function runFileScript(state: RemoteFileState, action: "read" | "write" | "delete") {
-  const result = await ssh
-    .runScript({ ...state.connection, privateKey: state.sshPrivateKey }, state.script, {
-      params: {
-        ACTION: action,
-        FILE: state.path,
-        CONTENT: Buffer.from(state.content).toString("base64"),
-        MODE: state.mode,
-      },
-      timeoutMs: 60000,
-      onProgress: (line) => pulumi.log.info(`${state.host}: ${line}`),
-    })
-    .catch((err: Error) => {
-      throw new Error(`${state.host} ${state.path}: ${err.message}`);
-    });
-  if (result.exitCode !== 0)
-    throw new Error(`${state.host} ${state.path}: ${ssh.failureReason(result)}`);
+  const result = await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
+    label: `${state.host} ${state.path}`,
+    params: {
+      ACTION: action,
+      FILE: state.path,
+      CONTENT: Buffer.from(state.content).toString("base64"),
+      MODE: state.mode,
+    },
+    timeoutMs: 60000,
+    log: (line) => pulumi.log.info(line),
+  });
   const found = parseFileReport(result.stdout);
   return {
     ...state,
@@ -67,12 +62,17 @@ async function runFileScript(state: RemoteFileState, action: "read" | "write" | 
 
 export const remoteFileProvider: pulumi.dynamic.ResourceProvider = {
   async diff(_id: string, olds: RemoteFileState, news: RemoteFileState) {
-    const changed = (
-      ["content", "mode", "path", "script", "sshPrivateKey", "retainOnDelete", "host"] as const
-    ).filter((k) => olds[k] !== news[k]);
-    const connectionChanged = JSON.stringify(olds.connection) !== JSON.stringify(news.connection);
+    const keys = [
+      "content",
+      "mode",
+      "path",
+      "script",
+      "sshPrivateKey",
+      "retainOnDelete",
+      "host",
+    ] as const;
     return {
-      changes: changed.length > 0 || connectionChanged || olds.present === false,
+      changes: ssh.inputsDiffer(olds, news, [...keys, "connection"]) || olds.present === false,
       replaces:
         olds.path !== news.path || olds.connection.host !== news.connection.host ? ["path"] : [],
       deleteBeforeReplace: false,

@@ -50,24 +50,19 @@ export interface NodeStartState {
   readonly lastChanges?: readonly string[];
 }
 
-async function run(
+function run(
   state: { node: string; sshPrivateKey: string },
-  conn: Connection,
+  target: Connection,
   script: string,
   params: Record<string, string>,
   timeoutMs: number,
 ) {
-  const result = await ssh
-    .runScript({ ...conn, privateKey: state.sshPrivateKey }, script, {
-      params,
-      timeoutMs,
-      onProgress: (line) => pulumi.log.info(`${state.node}: ${line}`),
-    })
-    .catch((err: Error) => {
-      throw new Error(`node ${state.node}: ${err.message}`);
-    });
-  if (result.exitCode !== 0) throw new Error(`node ${state.node}: ${ssh.failureReason(result)}`);
-  return result;
+  return ssh.runHostScript(target, state.sshPrivateKey, script, {
+    label: `node ${state.node}`,
+    params,
+    timeoutMs,
+    log: (line) => pulumi.log.info(line),
+  });
 }
 
 async function startNode(state: NodeStartState): Promise<NodeStartState> {
@@ -88,29 +83,21 @@ async function startNode(state: NodeStartState): Promise<NodeStartState> {
     },
     900000,
   );
-  const lastChanges = result.stderr
-    .split("\n")
-    .filter((l) => l.startsWith("changed: "))
-    .map((l) => l.slice(9));
-  return { ...state, lastChanges };
+  return { ...state, lastChanges: ssh.changedLines(result) };
 }
 
 export const nodeStartProvider: pulumi.dynamic.ResourceProvider = {
   async diff(_id: string, olds: NodeStartState, news: NodeStartState) {
-    const keys = [
-      "version",
-      "installCommand",
-      "script",
-      "role",
-      "sshPrivateKey",
-      "membersScript",
-      "nodeIp",
-    ] as const;
-    const changes =
-      keys.some((k) => olds[k] !== news[k]) ||
-      JSON.stringify([olds.connection, olds.firstServer]) !==
-        JSON.stringify([news.connection, news.firstServer]);
-    return { changes };
+    const keys = ["version", "installCommand", "script", "role", "sshPrivateKey"] as const;
+    return {
+      changes: ssh.inputsDiffer(olds, news, [
+        ...keys,
+        "membersScript",
+        "nodeIp",
+        "connection",
+        "firstServer",
+      ]),
+    };
   },
   async create(inputs: NodeStartState) {
     return { id: `${inputs.node}/rke2-${inputs.role}`, outs: await startNode(inputs) };
@@ -159,10 +146,7 @@ export const joinGateProvider: pulumi.dynamic.ResourceProvider = {
       "timeoutSeconds",
       "pollSeconds",
     ] as const;
-    const changes =
-      keys.some((k) => olds[k] !== news[k]) ||
-      JSON.stringify(olds.connection) !== JSON.stringify(news.connection);
-    return { changes };
+    return { changes: ssh.inputsDiffer(olds, news, [...keys, "connection"]) };
   },
   async create(inputs: JoinGateState) {
     await gate(inputs);

@@ -192,3 +192,51 @@ export function runScript(
     });
   });
 }
+
+export interface HostScriptOptions {
+  /** Names the host in messages and log lines, e.g. the node name. */
+  readonly label: string;
+  readonly params?: Readonly<Record<string, string>>;
+  readonly timeoutMs: number;
+  /** Echo the script's stderr lines into the Pulumi log (dynamic providers have no engine
+   * connection; the engine shows what they print). */
+  readonly log?: (line: string) => void;
+}
+
+/**
+ * What every SSH-backed provider does: run one script on a pinned host, and turn an SSH fault
+ * or a non-zero exit into one error that names the host and the script's reason.
+ */
+export async function runHostScript(
+  target: PinnedTarget,
+  privateKey: string,
+  script: string,
+  options: HostScriptOptions,
+): Promise<ScriptResult> {
+  const result = await runScript({ ...target, privateKey }, script, {
+    params: options.params,
+    timeoutMs: options.timeoutMs,
+    onProgress: options.log && ((line) => options.log!(`${options.label}: ${line}`)),
+  }).catch((err: Error) => {
+    throw new Error(`${options.label}: ${err.message}`);
+  });
+  if (result.exitCode !== 0) throw new Error(`${options.label}: ${failureReason(result)}`);
+  return result;
+}
+
+/** The lines a host script reported as "changed: ...", without the prefix. */
+export function changedLines(result: ScriptResult): string[] {
+  return result.stderr
+    .split("\n")
+    .filter((l) => l.startsWith("changed: "))
+    .map((l) => l.slice("changed: ".length));
+}
+
+/** Whether any of the named inputs, compared as JSON, differ between two states. */
+export function inputsDiffer<T extends object>(
+  olds: T,
+  news: T,
+  keys: readonly (keyof T)[],
+): boolean {
+  return keys.some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
+}

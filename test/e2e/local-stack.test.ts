@@ -5,7 +5,7 @@
  */
 import * as assert from "assert/strict";
 import { digA, pulumi } from "./cli";
-import { lab, labNs, run, ruleset, unitState, virsh } from "../real/lab";
+import { addRejectRule, lab, labNs, run, ruleset, unitState, virsh } from "../real/lab";
 import { runScript } from "../../components/ssh/run-script";
 import { nodeConnection } from "../real/lab";
 
@@ -140,21 +140,7 @@ describe("pulumi CLI on the local stack", function () {
       assert.equal(pulumi("config", "set", "--path", key, value).status, 0);
     try {
       // Undo one node's preparation by hand, so there is work for the reachable nodes too.
-      assert.equal(
-        run("ip", [
-          "netns",
-          "exec",
-          labNs("n31"),
-          "iptables",
-          "-A",
-          "INPUT",
-          "-j",
-          "REJECT",
-          "--reject-with",
-          "icmp-host-prohibited",
-        ]).status,
-        0,
-      );
+      addRejectRule(31);
       const r = pulumi("up", "--yes", "--refresh");
       assert.notEqual(r.status, 0, r.out);
       assert.match(r.out, /node sza122040\.local: cannot reach root@192\.168\.122\.40:22/);

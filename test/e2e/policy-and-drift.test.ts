@@ -12,7 +12,7 @@ import * as path from "path";
 import * as YAML from "yaml";
 import { runScript } from "../../components/ssh/run-script";
 import { stackFilePath } from "../../infra/config/load";
-import { inNamespace, LAB_STACK, labNs, nodeConnection, nodeFile, REPO, virsh } from "../real/lab";
+import { addRejectRule, LAB_STACK, nodeConnection, nodeFile, REPO, virsh } from "../real/lab";
 
 const NS = "rke2-remediation";
 
@@ -52,16 +52,7 @@ describe("drift detection with the real CLI", function () {
       {
         what: "a REJECT rule re-added",
         inject: async () => {
-          const r = inNamespace(labNs("n20"), [
-            "iptables",
-            "-A",
-            "INPUT",
-            "-j",
-            "REJECT",
-            "--reject-with",
-            "icmp-host-prohibited",
-          ]);
-          assert.equal(r.status, 0);
+          addRejectRule(20);
         },
         resource: /prepare-sza122020\.local-host/,
         property: /rejectRulesAbsent/,

@@ -132,3 +132,17 @@ export function ruleset(octet: number, tool: "iptables" | "ip6tables" = "iptable
     .filter((l) => l && !l.startsWith("#"))
     .map((l) => l.replace(/\[\d+:\d+\]/, "[0:0]"));
 }
+
+/** Puts Rocky's INPUT REJECT rule back on a node by hand, as a drifted node would have it. */
+export function addRejectRule(octet: number): void {
+  const r = inNamespace(labNs(`n${octet}`), [
+    "iptables",
+    "-A",
+    "INPUT",
+    "-j",
+    "REJECT",
+    "--reject-with",
+    "icmp-host-prohibited",
+  ]);
+  if (r.status !== 0) throw new Error(`could not add the REJECT rule on .${octet}: ${r.stderr}`);
+}
