@@ -17,3 +17,5 @@ const estate = deployEnvironment(model, secretsFromPulumi());
 export const libvirtDnsRecords = estate.libvirtDnsRecords;
 export const preparedNodes = estate.preparedNodes;
 export const downstreamChartValues = estate.downstreamChartValues;
+/** Per downstream cluster: Rancher's cluster id and its kubeconfig (a secret). */
+export const downstreamClusters = estate.downstreamClusters;

@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import { rancherCaChecksum, rancherNodeCommand } from "../components/rancher-cluster/registration";
 
 /** A resource the program registered, with what policies and component tests look at. */
 export interface RecordedResource {
@@ -46,6 +47,37 @@ interface SettingsInternals {
 }
 
 /**
+ * Outputs as a preview shows them: a resource's inputs, and for Rancher's ClusterV2 what Rancher
+ * answers on creation (a stand-in: an id, and a registration token whose commands have Rancher's
+ * form, pinning the rancher2 provider's CA), so offline checks see the command that will run.
+ */
+export function rancherPreviewOutputs(): (
+  type: string,
+  name: string,
+  inputs: Record<string, unknown>,
+) => Record<string, unknown> {
+  let rancher: { apiUrl?: string; caCerts?: string } = {};
+  return (type, name, inputs) => {
+    if (type === "pulumi:providers:rancher2") rancher = inputs;
+    if (type !== "rancher2:index/clusterV2:ClusterV2") return inputs;
+    const serverUrl = rancher.apiUrl ?? "https://rancher.invalid";
+    const caChecksum = rancher.caCerts ? rancherCaChecksum(rancher.caCerts) : undefined;
+    const token = "preview-registration-token";
+    const command = (insecure: boolean) =>
+      rancherNodeCommand({ serverUrl, token, caChecksum, insecure });
+    return {
+      ...inputs,
+      clusterV1Id: `c-m-${name}`,
+      clusterRegistrationToken: {
+        token,
+        nodeCommand: command(false),
+        insecureNodeCommand: command(true),
+      },
+    };
+  };
+}
+
+/**
  * Runs a Pulumi program under the SDK's mock monitor and returns everything it registered,
  * including dependencies, which `pulumi.runtime.Mocks` alone does not expose. Custom resources
  * get their inputs back as outputs, as a preview would show them.
@@ -58,7 +90,7 @@ export async function recordProgram(
     type: string,
     name: string,
     inputs: Record<string, unknown>,
-  ) => Record<string, unknown> = (_t, _n, inputs) => inputs,
+  ) => Record<string, unknown> = rancherPreviewOutputs(),
 ): Promise<RecordedResource[]> {
   const inputsByKey = new Map<string, Record<string, unknown>>();
   await pulumi.runtime.setMocks(

@@ -1,11 +1,19 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import * as rancher2 from "@pulumi/rancher2";
 import { ClusterDns, DnsDelivery, UpstreamResolverPreflight } from "../components/cluster-dns";
 import { dnsKubeletArgs } from "../components/cluster-dns/values";
 import { Rke2Cluster } from "../components/rke2-cluster";
 import { LibvirtDnsRecords } from "../components/libvirt-dns";
 import { NodePreparation, ServerPortsPreflight } from "../components/node-preparation";
-import { EnvironmentModel, MANAGEMENT_CLUSTER, serversOf } from "./config/model";
+import { RancherDownstreamCluster, rancherCaChecksum } from "../components/rancher-cluster";
+import {
+  EnvironmentModel,
+  MANAGEMENT_CLUSTER,
+  nodesOfCluster,
+  RancherSettings,
+  serversOf,
+} from "./config/model";
 import { EnvironmentSecrets } from "./config/load";
 
 export interface EnvironmentOutputs {
@@ -13,13 +21,23 @@ export interface EnvironmentOutputs {
   readonly preparedNodes: Record<string, pulumi.Output<boolean>>;
   /** rke2-coredns values per downstream cluster, as Rancher chartValues YAML. */
   readonly downstreamChartValues: Record<string, string>;
+  /** Per downstream cluster: Rancher's id; the kubeconfig and registration token (secrets). */
+  readonly downstreamClusters: Record<
+    string,
+    {
+      id: pulumi.Output<string>;
+      kubeconfig: pulumi.Output<string>;
+      registrationToken: pulumi.Output<string>;
+    }
+  >;
 }
 
 /**
  * Declares the estate for one validated model. Order of operations, as dependencies:
  *   1. libvirt DNS records and node preparation (independent, nodes in parallel);
  *   2. RKE2 servers, one at a time, each after its node's preparation;
- *   3. cluster DNS and Rancher downstream clusters.
+ *   3. cluster DNS;
+ *   4. Rancher downstream clusters, each node registered after its preparation and the records.
  */
 export function deployEnvironment(
   model: EnvironmentModel,
@@ -30,10 +48,12 @@ export function deployEnvironment(
     libvirtDnsRecords?: pulumi.Output<unknown>;
     preparedNodes: Record<string, pulumi.Output<boolean>>;
     downstreamChartValues: Record<string, string>;
-  } = { preparedNodes: {}, downstreamChartValues: {} };
+    downstreamClusters: EnvironmentOutputs["downstreamClusters"];
+  } = { preparedNodes: {}, downstreamChartValues: {}, downstreamClusters: {} };
 
+  let records: LibvirtDnsRecords | undefined;
   if (model.deploy.libvirtDnsRecords) {
-    const records = new LibvirtDnsRecords("libvirt-dns", {
+    records = new LibvirtDnsRecords("libvirt-dns", {
       ssh: model.libvirt.ssh,
       sshPrivateKey,
       network: model.libvirt.network,
@@ -95,14 +115,6 @@ export function deployEnvironment(
       { cluster: model.management, dns: model.dns, delivery },
       { dependsOn: afterPreparation },
     );
-    for (const cluster of model.rancher?.downstreamClusters ?? []) {
-      const dns = new ClusterDns(`dns-${cluster.name}`, {
-        cluster,
-        dns: model.dns,
-        delivery: { kind: "rancherChartValues" },
-      });
-      outputs.downstreamChartValues[cluster.name] = dns.chartValues;
-    }
     new UpstreamResolverPreflight(
       "upstream-resolvers",
       { node: firstServer, sshPrivateKey, upstreams: model.dns.upstreamResolvers },
@@ -136,5 +148,53 @@ export function deployEnvironment(
       prerequisites,
     });
   }
+  if (model.rancher && (model.deploy.clusterDns || model.deploy.rancherClusters)) {
+    deployDownstreamClusters(model, model.rancher, secrets, outputs, (node) => [
+      ...(preparations.has(node) ? [preparations.get(node)!] : []),
+      ...(records ? [records] : []),
+    ]);
+  }
   return outputs;
+}
+
+/** The DNS values of every downstream cluster and, when selected, the clusters themselves. */
+function deployDownstreamClusters(
+  model: EnvironmentModel,
+  rancher: RancherSettings,
+  secrets: EnvironmentSecrets,
+  outputs: Pick<EnvironmentOutputs, "downstreamChartValues" | "downstreamClusters">,
+  prerequisitesOf: (node: string) => pulumi.Resource[],
+): void {
+  const provider = model.deploy.rancherClusters
+    ? new rancher2.Provider("rancher", {
+        apiUrl: rancher.url,
+        tokenKey: secrets.rancherToken ?? pulumi.secret(""),
+        caCerts: rancher.caCertificate,
+      })
+    : undefined;
+  for (const cluster of rancher.downstreamClusters) {
+    const dns = new ClusterDns(`dns-${cluster.name}`, {
+      cluster,
+      dns: model.dns,
+      delivery: { kind: "rancherChartValues" },
+    });
+    outputs.downstreamChartValues[cluster.name] = dns.chartValues;
+    if (!provider) continue;
+    const nodes = nodesOfCluster(model, cluster.name);
+    const downstream = new RancherDownstreamCluster(`rancher-${cluster.name}`, {
+      cluster,
+      nodes,
+      chartValues: dns.chartValues,
+      kubeletArgs: dnsKubeletArgs(model.dns, cluster),
+      caChecksum: rancher.caCertificate && rancherCaChecksum(rancher.caCertificate),
+      provider,
+      sshPrivateKey: secrets.sshPrivateKey ?? pulumi.secret(""),
+      prerequisites: new Map(nodes.map((n) => [n.name, prerequisitesOf(n.name)])),
+    });
+    outputs.downstreamClusters[cluster.name] = {
+      id: downstream.clusterId,
+      kubeconfig: downstream.kubeconfig,
+      registrationToken: downstream.registrationToken,
+    };
+  }
 }

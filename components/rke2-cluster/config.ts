@@ -12,6 +12,27 @@ export interface Rke2ServerConfigInput {
   readonly kubeletArgs?: readonly string[];
 }
 
+/**
+ * The RKE2 settings every server of a cluster must share (`rke2 server --help` keys): the
+ * management servers' config.yaml carries them, and a Rancher downstream cluster's
+ * `machineGlobalConfig` carries the same keys.
+ */
+export function clusterWideRke2Settings(
+  cluster: ClusterSettings,
+  kubeletArgs: readonly string[] = [],
+): Record<string, unknown> {
+  const settings: Record<string, unknown> = { cni: cluster.cni };
+  if (cluster.tlsSan.length > 0) settings["tls-san"] = [...cluster.tlsSan];
+  settings["cluster-cidr"] = cluster.clusterCidr;
+  settings["service-cidr"] = cluster.serviceCidr;
+  settings["cluster-dns"] = cluster.clusterDnsIp;
+  settings["cluster-domain"] = cluster.clusterDomain;
+  if (cluster.kubeProxyMode === "ipvs") settings["kube-proxy-arg"] = ["proxy-mode=ipvs"];
+  if (kubeletArgs.length > 0) settings["kubelet-arg"] = [...kubeletArgs];
+  settings["service-node-port-range"] = cluster.nodePortRange;
+  return settings;
+}
+
 /** Renders /etc/rancher/rke2/config.yaml for one server. Keys follow `rke2 server --help`. */
 export function renderRke2ServerConfig(input: Rke2ServerConfigInput): string {
   const { cluster, node } = input;
@@ -20,20 +41,11 @@ export function renderRke2ServerConfig(input: Rke2ServerConfigInput): string {
   config.token = input.token;
   config["node-name"] = node.name;
   config["node-ip"] = node.ip;
-  config.cni = cluster.cni;
-  config["tls-san"] = [...cluster.tlsSan];
-  config["cluster-cidr"] = cluster.clusterCidr;
-  config["service-cidr"] = cluster.serviceCidr;
-  config["cluster-dns"] = cluster.clusterDnsIp;
-  config["cluster-domain"] = cluster.clusterDomain;
-  if (cluster.kubeProxyMode === "ipvs") config["kube-proxy-arg"] = ["proxy-mode=ipvs"];
-  if (input.kubeletArgs && input.kubeletArgs.length > 0)
-    config["kubelet-arg"] = [...input.kubeletArgs];
+  Object.assign(config, clusterWideRke2Settings(cluster, input.kubeletArgs));
   if (cluster.privateRegistry !== undefined)
     config["system-default-registry"] = cluster.privateRegistry;
   config["etcd-snapshot-schedule-cron"] = cluster.etcdSnapshot.scheduleCron;
   config["etcd-snapshot-retention"] = cluster.etcdSnapshot.retention;
-  config["service-node-port-range"] = cluster.nodePortRange;
   return YAML.stringify(config);
 }
 

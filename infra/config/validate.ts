@@ -619,6 +619,21 @@ function checkDownstreamMembership(
         );
       }
     }
+    const initialises = members.some(
+      (n) => n.roles.includes("etcd") && n.roles.includes("controlplane"),
+    );
+    if (members.length > 0 && !initialises) {
+      r.problem(
+        `rancher.downstreamClusters[${i}]`,
+        `cluster "${c.name}" has no node with both roles etcd and controlplane; the first registered node initialises the control plane and needs both (seed 000: later nodes get no plan until it is in).`,
+      );
+    }
+    if (!c.insecureRegistration && rancher.caCertificate === undefined) {
+      r.problem(
+        "rancher.caCertificate",
+        `is not set; cluster "${c.name}" registers its nodes with Rancher's CA pinned by --ca-checksum. Paste Rancher's cacerts setting (kubectl get setting cacerts -o jsonpath='{.value}'), or opt in to rancher.downstreamClusters[${i}].insecureRegistration.`,
+      );
+    }
   });
 }
 

@@ -6,6 +6,7 @@ import { EnvironmentModel } from "../../infra/config/model";
 import { loadEnvironmentModel } from "../../infra/config/validate";
 import { recordProgram, RecordedResource } from "../../infra/mock-runtime";
 import { deployEnvironment } from "../../infra/program";
+import { waitsFor as waitsForIn } from "./graph";
 
 const TOKEN = "K10-lab-join-token-7f3a";
 
@@ -154,17 +155,7 @@ describe("program (Pulumi mocks)", function () {
   describe("RKE2 servers", () => {
     const urnOf = (type: string, name: string) =>
       resources.find((r) => r.type === type && r.name === name)!.urn;
-    /** Every URN a resource waits for, through dependencies and parents. */
-    function waitsFor(urn: string, seen = new Set<string>()): Set<string> {
-      const r = resources.find((x) => x.urn === urn);
-      for (const d of [...(r?.dependencies ?? []), ...(r?.parent ? [r.parent] : [])]) {
-        if (!seen.has(d)) {
-          seen.add(d);
-          waitsFor(d, seen);
-        }
-      }
-      return seen;
-    }
+    const waitsFor = (urn: string) => waitsForIn(resources, urn);
     const gate = (n: string) =>
       urnOf("pulumi-nodejs:dynamic/rke2:JoinGate", `management-gate-sza1220${n}.local`);
     const start = (n: string) =>

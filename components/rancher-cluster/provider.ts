@@ -1,0 +1,101 @@
+/**
+ * Dynamic provider for one node's registration into a Rancher downstream custom cluster. The
+ * command is checked before it runs (CA pinned by --ca-checksum unless the stack opted in to the
+ * insecure one) and runs over SSH with the host key pinned; the token it carries is cut out of
+ * every log line and error. `read` reports whether the node is still registered, so refresh shows
+ * a node whose agent was removed. Delete never unregisters a node.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import * as ssh from "../ssh/run-script";
+import { redact, registrationCommandProblem, tokenOf } from "./registration";
+
+export interface NodeRegistrationState {
+  readonly node: string;
+  readonly nodeIp: string;
+  readonly cluster: string;
+  readonly roles: readonly string[];
+  readonly roleFlags: readonly string[];
+  readonly step: string;
+  readonly connection: ssh.PinnedTarget;
+  readonly sshPrivateKey: string;
+  /** Rancher's node command; a secret. */
+  readonly registrationCommand: string;
+  readonly insecure: boolean;
+  /** SHA-256 of the stack's Rancher CA, when the stack pins it. */
+  readonly caChecksum?: string;
+  readonly script: string;
+  readonly waitForUnit: string;
+  readonly timeoutSeconds: number;
+  readonly pollSeconds: number;
+  /** What the last run found: false when the node's agent is no longer registered. */
+  readonly registered?: boolean;
+}
+
+async function register(state: NodeRegistrationState, mode: "apply" | "check") {
+  const secrets = [tokenOf(state.registrationCommand), state.registrationCommand];
+  const label = `node ${state.node}`;
+  if (mode === "apply") {
+    const problem = registrationCommandProblem(
+      state.registrationCommand,
+      state.insecure,
+      state.caChecksum,
+    );
+    if (problem) throw new Error(`${label}: not registered into ${state.cluster}: ${problem}.`);
+  }
+  try {
+    return await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
+      label,
+      params: {
+        MODE: mode,
+        REGISTRATION_COMMAND: state.registrationCommand,
+        ROLE_FLAGS: state.roleFlags.join(" "),
+        WAIT_UNIT: state.waitForUnit,
+        TIMEOUT_SECONDS: String(state.timeoutSeconds),
+        POLL_SECONDS: String(state.pollSeconds),
+      },
+      timeoutMs: (state.timeoutSeconds + 300) * 1000,
+      log: mode === "apply" ? (line) => pulumi.log.info(redact(line, secrets)) : undefined,
+    });
+  } catch (err) {
+    throw new Error(redact((err as Error).message, secrets));
+  }
+}
+
+export const nodeRegistrationProvider: pulumi.dynamic.ResourceProvider = {
+  async diff(_id: string, olds: NodeRegistrationState, news: NodeRegistrationState) {
+    // A changed command (a rotated token) does not re-register a registered node; a node that
+    // lost its registration, or new roles, do.
+    const changes =
+      olds.registered === false ||
+      ssh.inputsDiffer(olds, news, [
+        "roleFlags",
+        "connection",
+        "waitForUnit",
+        "insecure",
+        "caChecksum",
+        "script",
+        "timeoutSeconds",
+        "pollSeconds",
+        "sshPrivateKey",
+      ]);
+    return { changes, replaces: ssh.inputsDiffer(olds, news, ["cluster"]) ? ["cluster"] : [] };
+  },
+  async create(inputs: NodeRegistrationState) {
+    await register(inputs, "apply");
+    return { id: `${inputs.cluster}/${inputs.node}`, outs: { ...inputs, registered: true } };
+  },
+  async read(id: string, props: NodeRegistrationState) {
+    const result = await register(props, "check");
+    return { id, props: { ...props, registered: /registered=yes/.test(result.stdout) } };
+  },
+  async update(_id: string, _olds: NodeRegistrationState, news: NodeRegistrationState) {
+    await register(news, "apply");
+    return { outs: { ...news, registered: true } };
+  },
+  // A registered node stays in its cluster: removing it is Rancher's (and the operator's) call.
+  async delete(_id: string, props: NodeRegistrationState) {
+    pulumi.log.info(
+      `node ${props.node}: left registered in ${props.cluster}; remove it in Rancher to take it out`,
+    );
+  },
+};

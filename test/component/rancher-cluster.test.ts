@@ -1,0 +1,216 @@
+import * as assert from "assert/strict";
+import * as pulumi from "@pulumi/pulumi";
+import * as YAML from "yaml";
+import { clusterDnsChartValues } from "../../components/cluster-dns/values";
+import { renderRancherChartValues } from "../../components/cluster-dns/manifests";
+import { rancherCaChecksum } from "../../components/rancher-cluster";
+import { EnvironmentModel, NodeSpec } from "../../infra/config/model";
+import { loadEnvironmentModel } from "../../infra/config/validate";
+import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
+import { recordProgram, RecordedResource } from "../../infra/mock-runtime";
+import { deployEnvironment, EnvironmentOutputs } from "../../infra/program";
+import { waitsFor } from "./graph";
+
+const CLUSTER_V2 = "rancher2:index/clusterV2:ClusterV2";
+const SYNC = "rancher2:index/clusterSync:ClusterSync";
+const REGISTRATION = "pulumi-nodejs:dynamic/rancher:NodeRegistration";
+const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
+
+/** Whether an output is marked secret (the SDK keeps the flag on the output itself). */
+const isSecretOutput = (output: pulumi.Output<unknown>) =>
+  (output as unknown as { isSecret: Promise<boolean> }).isSecret;
+
+const isSecret = (value: unknown) =>
+  typeof value === "object" && value !== null && Object.values(value).includes(SECRET_SIG);
+
+function labModel(): EnvironmentModel {
+  return loadEnvironmentModel("lab", rawConfigFromStackFile(stackFilePath("lab")), {
+    requireSecrets: false,
+  });
+}
+
+/** A uat1 node beside the seed's two, with the given octet and roles. */
+function extraNode(model: EnvironmentModel, octet: number, roles: NodeSpec["roles"]): NodeSpec {
+  const template = model.nodes.find((n) => n.cluster === "uat1")!;
+  const ip = `192.168.122.${octet}`;
+  return {
+    ...template,
+    name: `sza122${String(octet).padStart(3, "0")}.local`,
+    ip,
+    roles,
+    ssh: { ...template.ssh, host: ip },
+  };
+}
+
+async function record(
+  model: EnvironmentModel,
+): Promise<{ resources: RecordedResource[]; outputs: EnvironmentOutputs }> {
+  let outputs: EnvironmentOutputs | undefined;
+  const resources = await recordProgram("rke2-remediation", model.stack, () => {
+    outputs = deployEnvironment(model, {
+      sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
+      rke2Token: pulumi.secret("K10-join"),
+      rancherToken: pulumi.secret("token-abcde:rancher-api-secret"),
+    });
+  });
+  return { resources, outputs: outputs! };
+}
+
+describe("Rancher downstream cluster (Pulumi mocks)", function () {
+  this.timeout(60000);
+  const model = labModel();
+  let resources: RecordedResource[];
+  let outputs: EnvironmentOutputs;
+
+  before(async () => {
+    ({ resources, outputs } = await record(model));
+  });
+
+  const named = (rs: RecordedResource[], type: string, name: string) => {
+    const found = rs.find((r) => r.type === type && r.name === name);
+    assert.ok(found, `no ${type} named ${name}`);
+    return found;
+  };
+  const registration = (rs: RecordedResource[], node: string) =>
+    named(rs, REGISTRATION, `rancher-uat1-register-${node}`);
+  const sync = (rs: RecordedResource[], suffix: string) =>
+    named(rs, SYNC, `rancher-uat1-sync-${suffix}`);
+  const waits = (rs: RecordedResource[], a: RecordedResource, b: RecordedResource) =>
+    waitsFor(rs, a.urn).has(b.urn);
+
+  it("registers the first node after its preparation and the libvirt DNS records", () => {
+    const first = registration(resources, "sza122031.local");
+    const deps = [...waitsFor(resources, first.urn)];
+    assert.ok(
+      deps.some((u) => u.endsWith("prepare-sza122031.local-host")),
+      deps.join("\n"),
+    );
+    assert.ok(
+      deps.some((u) => u.endsWith("DnsRecords::libvirt-dns")),
+      deps.join("\n"),
+    );
+    assert.ok(deps.some((u) => u.includes(`${CLUSTER_V2}::rancher-uat1`)));
+  });
+
+  it("waits for the cluster to sync after the first node, and registers the worker after that", () => {
+    const first = registration(resources, "sza122031.local");
+    const firstSync = sync(resources, "sza122031.local");
+    const worker = registration(resources, "sza122030.local");
+    assert.ok(waits(resources, firstSync, first));
+    assert.ok(waits(resources, worker, firstSync));
+    assert.ok(!waits(resources, first, worker));
+    assert.ok(waits(resources, sync(resources, "workers"), worker));
+  });
+
+  it("registers further control-plane nodes one at a time, each after a sync, and workers in parallel", async () => {
+    const nodes = [
+      ...model.nodes,
+      extraNode(model, 32, ["etcd", "controlplane"]),
+      extraNode(model, 33, ["etcd", "controlplane"]),
+      extraNode(model, 34, ["worker"]),
+    ];
+    const { resources: rs } = await record({ ...model, nodes });
+    const reg = (octet: number) => registration(rs, `sza1220${octet}.local`);
+    const syncAfter = (octet: number) => sync(rs, `sza1220${octet}.local`);
+    assert.ok(waits(rs, reg(32), syncAfter(31)));
+    assert.ok(waits(rs, syncAfter(32), reg(32)));
+    assert.ok(waits(rs, reg(33), syncAfter(32)));
+    for (const worker of [30, 34]) assert.ok(waits(rs, reg(worker), syncAfter(33)));
+    assert.ok(!waits(rs, reg(30), reg(34)) && !waits(rs, reg(34), reg(30)));
+    const finalSync = sync(rs, "workers");
+    assert.ok(waits(rs, finalSync, reg(30)) && waits(rs, finalSync, reg(34)));
+  });
+
+  it("appends each node's role flags, in Rancher's order", () => {
+    assert.deepEqual(registration(resources, "sza122031.local").inputs.roleFlags, [
+      "--etcd",
+      "--controlplane",
+    ]);
+    assert.deepEqual(registration(resources, "sza122030.local").inputs.roleFlags, ["--worker"]);
+    assert.equal(registration(resources, "sza122031.local").inputs.waitForUnit, "rke2-server");
+    assert.equal(registration(resources, "sza122030.local").inputs.waitForUnit, "rke2-agent");
+  });
+
+  it("runs Rancher's secure node command, a secret pinned to the stack's CA", () => {
+    const checksum = rancherCaChecksum(model.rancher!.caCertificate!);
+    for (const r of resources.filter((x) => x.type === REGISTRATION)) {
+      assert.ok(isSecret(r.inputs.registrationCommand), "registration command is not a secret");
+      const command = String((r.inputs.registrationCommand as { value: string }).value);
+      assert.match(command, new RegExp(`--ca-checksum ${checksum}$`));
+      assert.doesNotMatch(command, /--insecure/);
+      assert.equal(r.inputs.caChecksum, checksum);
+      assert.equal(r.inputs.insecure, false);
+      assert.ok(isSecret(r.inputs.sshPrivateKey));
+      assert.deepEqual(r.additionalSecretOutputs, ["sshPrivateKey", "registrationCommand"]);
+    }
+  });
+
+  it("uses the insecure command only when the stack opts in", async () => {
+    const insecure = {
+      ...model,
+      rancher: {
+        ...model.rancher!,
+        downstreamClusters: [
+          { ...model.rancher!.downstreamClusters[0], insecureRegistration: true },
+        ],
+      },
+    };
+    const { resources: rs } = await record(insecure);
+    const r = registration(rs, "sza122031.local");
+    assert.equal(r.inputs.insecure, true);
+    assert.match(String((r.inputs.registrationCommand as { value: string }).value), /--insecure/);
+  });
+
+  it("carries the DNS issue's values as chartValues, and the cluster-wide RKE2 settings", () => {
+    const uat1 = model.rancher!.downstreamClusters[0];
+    const cluster = named(resources, CLUSTER_V2, "rancher-uat1");
+    const rke = cluster.inputs.rkeConfig as Record<string, unknown>;
+    assert.equal(rke.chartValues, renderRancherChartValues(clusterDnsChartValues(model.dns, uat1)));
+    assert.equal(rke.chartValues, outputs.downstreamChartValues.uat1);
+    assert.equal(rke.machinePools, undefined);
+    const global = YAML.parse(String(rke.machineGlobalConfig)) as Record<string, unknown>;
+    assert.equal(global.cni, "calico");
+    assert.equal(global["cluster-cidr"], uat1.clusterCidr);
+    assert.equal(global["service-cidr"], uat1.serviceCidr);
+    assert.equal(global["cluster-dns"], uat1.clusterDnsIp);
+    assert.deepEqual(rke.upgradeStrategy, { controlPlaneConcurrency: "1", workerConcurrency: "1" });
+    assert.deepEqual(rke.etcd, {
+      snapshotScheduleCron: uat1.etcdSnapshot.scheduleCron,
+      snapshotRetention: uat1.etcdSnapshot.retention,
+    });
+    assert.equal(cluster.inputs.kubernetesVersion, "v1.35.6+rke2r1");
+    assert.equal(cluster.protect, true);
+  });
+
+  it("gives kubelet the node-local cache address when NodeLocalDNS runs under IPVS", async () => {
+    const ipvs = {
+      ...model,
+      rancher: {
+        ...model.rancher!,
+        downstreamClusters: [
+          { ...model.rancher!.downstreamClusters[0], kubeProxyMode: "ipvs" as const },
+        ],
+      },
+    };
+    const { resources: rs } = await record(ipvs);
+    const rke = named(rs, CLUSTER_V2, "rancher-uat1").inputs.rkeConfig as Record<string, unknown>;
+    const global = YAML.parse(String(rke.machineGlobalConfig)) as Record<string, unknown>;
+    assert.deepEqual(global["kubelet-arg"], [`cluster-dns=${model.dns.nodeLocal.ip}`]);
+    assert.deepEqual(global["kube-proxy-arg"], ["proxy-mode=ipvs"]);
+  });
+
+  it("configures the rancher2 provider from the stack, the token a secret", () => {
+    const provider = named(resources, "pulumi:providers:rancher2", "rancher");
+    assert.equal(provider.inputs.apiUrl, "https://ai-ear.cn");
+    assert.equal(provider.inputs.caCerts, model.rancher!.caCertificate);
+    assert.ok(isSecret(provider.inputs.tokenKey));
+    const cluster = named(resources, CLUSTER_V2, "rancher-uat1");
+    assert.match(cluster.provider, /pulumi:providers:rancher2::rancher::/);
+  });
+
+  it("exports the kubeconfig and the registration token only as secrets", async () => {
+    const uat1 = outputs.downstreamClusters.uat1;
+    assert.equal(await isSecretOutput(uat1.kubeconfig), true);
+    assert.equal(await isSecretOutput(uat1.registrationToken), true);
+  });
+});
