@@ -58,14 +58,12 @@ export function registrationPlan(nodes: readonly NodeSpec[]): PlannedRegistratio
 }
 
 /**
- * The `--ca-checksum` Rancher's agent installer expects for a CA: the SHA-256 of the `cacerts`
- * setting as the installer reads it (`echo "$(curl .../cacerts)" | sha256sum`: trailing
- * newlines dropped, one added).
+ * The `--ca-checksum` Rancher's agent installer expects for a CA: the SHA-256 of the bytes
+ * Rancher serves at <server>/cacerts (the installer saves them to a file and runs sha256sum),
+ * so the stack must hold the CA exactly as served, trailing newline included.
  */
 export function rancherCaChecksum(caCertificate: string): string {
-  return createHash("sha256")
-    .update(`${caCertificate.replace(/\n+$/, "")}\n`)
-    .digest("hex");
+  return createHash("sha256").update(caCertificate).digest("hex");
 }
 
 /** The `--ca-checksum` value a registration command carries, if any. */

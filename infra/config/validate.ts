@@ -622,7 +622,10 @@ function checkDownstreamMembership(
     const initialises = members.some(
       (n) => n.roles.includes("etcd") && n.roles.includes("controlplane"),
     );
-    if (members.length > 0 && !initialises) {
+    const hasBoth = ["etcd", "controlplane"].every((role) =>
+      members.some((n) => n.roles.includes(role as NodeSpec["roles"][number])),
+    );
+    if (hasBoth && !initialises) {
       r.problem(
         `rancher.downstreamClusters[${i}]`,
         `cluster "${c.name}" has no node with both roles etcd and controlplane; the first registered node initialises the control plane and needs both (seed 000: later nodes get no plan until it is in).`,
@@ -631,7 +634,7 @@ function checkDownstreamMembership(
     if (!c.insecureRegistration && rancher.caCertificate === undefined) {
       r.problem(
         "rancher.caCertificate",
-        `is not set; cluster "${c.name}" registers its nodes with Rancher's CA pinned by --ca-checksum. Paste Rancher's cacerts setting (kubectl get setting cacerts -o jsonpath='{.value}'), or opt in to rancher.downstreamClusters[${i}].insecureRegistration.`,
+        `is not set; cluster "${c.name}" registers its nodes with Rancher's CA pinned by --ca-checksum. Set it to the CA exactly as Rancher serves it (curl -fsk https://<rancher>/cacerts), or opt in to rancher.downstreamClusters[${i}].insecureRegistration.`,
       );
     }
   });

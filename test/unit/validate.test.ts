@@ -205,6 +205,34 @@ describe("stack config validation", () => {
     });
   });
 
+  describe("Rancher downstream clusters", () => {
+    it("requires a node with both etcd and controlplane to register first", () => {
+      const problem = problemAt(
+        problemsOf(labWith("nodes[3].roles", ["etcd"])),
+        "rancher.downstreamClusters[0]",
+      );
+      assert.match(problem.message, /no node with role controlplane/);
+      const split = labWith("nodes[3].roles", ["etcd", "worker"]);
+      setAt(split, "nodes[4].roles", ["controlplane"]);
+      assert.match(
+        problemAt(problemsOf(split), "rancher.downstreamClusters[0]").message,
+        /no node with both roles etcd and controlplane/,
+      );
+    });
+
+    it("requires Rancher's CA unless the cluster opts in to insecure registration", () => {
+      const problem = problemAt(
+        problemsOf(labWith("rancher.caCertificate", undefined)),
+        "rancher.caCertificate",
+      );
+      assert.match(problem.message, /--ca-checksum/);
+      assert.match(problem.message, /curl -fsk https:\/\/<rancher>\/cacerts/);
+      const optedIn = labWith("rancher.caCertificate", undefined);
+      setAt(optedIn, "rancher.downstreamClusters[0].insecureRegistration", true);
+      assert.deepEqual(problemsOf(optedIn), []);
+    });
+  });
+
   describe("secrets", () => {
     it("rejects a secret stored in plain text without echoing it", () => {
       const raw = labWith("rke2Token", "K10-plain-text-token");
