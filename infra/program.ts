@@ -6,7 +6,7 @@ import { dnsKubeletArgs } from "../components/cluster-dns/values";
 import { Rke2Cluster } from "../components/rke2-cluster";
 import { LibvirtDnsRecords } from "../components/libvirt-dns";
 import { NodePreparation, ServerPortsPreflight } from "../components/node-preparation";
-import { RancherDownstreamCluster, rancherCaChecksum } from "../components/rancher-cluster";
+import { RancherDownstreamCluster } from "../components/rancher-cluster";
 import {
   EnvironmentModel,
   MANAGEMENT_CLUSTER,
@@ -37,7 +37,8 @@ export interface EnvironmentOutputs {
  *   1. libvirt DNS records and node preparation (independent, nodes in parallel);
  *   2. RKE2 servers, one at a time, each after its node's preparation;
  *   3. cluster DNS;
- *   4. Rancher downstream clusters, each node registered after its preparation and the records.
+ *   4. Rancher downstream clusters, each node registered after its preparation, the records and
+ *      the management cluster's last join gate (Rancher runs there).
  */
 export function deployEnvironment(
   model: EnvironmentModel,
@@ -121,6 +122,7 @@ export function deployEnvironment(
       { dependsOn: afterPreparation },
     );
   }
+  let management: Rke2Cluster | undefined;
   if (model.deploy.rke2Servers && firstServer) {
     // Each server waits for its preparation and for the server ports preflight; the first one
     // also for the DNS manifest, which must be in place before RKE2 first starts.
@@ -132,7 +134,7 @@ export function deployEnvironment(
     if (managementDns && model.management.dnsDelivery === "serverManifest") {
       prerequisites.get(firstServer.name)!.push(managementDns);
     }
-    new Rke2Cluster(model.management.name, {
+    management = new Rke2Cluster(model.management.name, {
       cluster: model.management,
       servers: serversOf(model),
       agents: model.nodes.filter(
@@ -152,6 +154,8 @@ export function deployEnvironment(
     deployDownstreamClusters(model, model.rancher, secrets, outputs, (node) => [
       ...(preparations.has(node) ? [preparations.get(node)!] : []),
       ...(records ? [records] : []),
+      // Rancher runs on the management cluster: when this stack builds it, register after it.
+      ...(management ? management.gates.slice(-1) : []),
     ]);
   }
   return outputs;
@@ -186,7 +190,8 @@ function deployDownstreamClusters(
       nodes,
       chartValues: dns.chartValues,
       kubeletArgs: dnsKubeletArgs(model.dns, cluster),
-      caChecksum: rancher.caCertificate && rancherCaChecksum(rancher.caCertificate),
+      caCertificate: rancher.caCertificate,
+      rancherHost: rancher.hostname,
       provider,
       sshPrivateKey: secrets.sshPrivateKey ?? pulumi.secret(""),
       prerequisites: new Map(nodes.map((n) => [n.name, prerequisitesOf(n.name)])),

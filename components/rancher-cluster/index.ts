@@ -17,7 +17,7 @@ import { componentFile } from "../assets";
 import { clusterWideRke2Settings } from "../rke2-cluster/config";
 import { pinnedTarget } from "../ssh/run-script";
 import { nodeRegistrationProvider } from "./provider";
-import { registrationPlan } from "./registration";
+import { rancherCaChecksum, registrationPlan } from "./registration";
 
 export * from "./registration";
 
@@ -59,8 +59,11 @@ export interface RancherDownstreamClusterArgs {
   readonly chartValues: string;
   /** Extra kubelet args (cluster-dns for NodeLocalDNS in IPVS mode). */
   readonly kubeletArgs: readonly string[];
-  /** SHA-256 of Rancher's CA; the registration command must carry it as --ca-checksum. */
-  readonly caChecksum?: string;
+  /** Rancher's CA exactly as Rancher serves it at /cacerts: nodes trust it, and the
+   * registration command must pin its SHA-256 as --ca-checksum. */
+  readonly caCertificate?: string;
+  /** Rancher's hostname. */
+  readonly rancherHost: string;
   /** The rancher2 provider for Rancher's API (URL, token, CA from the stack). */
   readonly provider: pulumi.ProviderResource;
   readonly sshPrivateKey: pulumi.Input<string>;
@@ -143,7 +146,9 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
           sshPrivateKey: pulumi.secret(args.sshPrivateKey),
           registrationCommand: command,
           insecure: cluster.insecureRegistration,
-          caChecksum: args.caChecksum,
+          caCertificate: args.caCertificate,
+          caChecksum: args.caCertificate && rancherCaChecksum(args.caCertificate),
+          rancherHost: args.rancherHost,
           script,
           waitForUnit: step.waitForUnit,
           timeoutSeconds: cluster.joinGate.timeoutSeconds,

@@ -21,8 +21,11 @@ export interface NodeRegistrationState {
   /** Rancher's node command; a secret. */
   readonly registrationCommand: string;
   readonly insecure: boolean;
-  /** SHA-256 of the stack's Rancher CA, when the stack pins it. */
+  /** Rancher's CA as the stack pins it, and its SHA-256 (what --ca-checksum must carry). */
+  readonly caCertificate?: string;
   readonly caChecksum?: string;
+  /** Rancher's hostname: names the CA's file in the node's trust store. */
+  readonly rancherHost: string;
   readonly script: string;
   readonly waitForUnit: string;
   readonly timeoutSeconds: number;
@@ -48,6 +51,8 @@ async function register(state: NodeRegistrationState, mode: "apply" | "check") {
       params: {
         MODE: mode,
         REGISTRATION_COMMAND: state.registrationCommand,
+        RANCHER_CA: state.caCertificate ?? "",
+        RANCHER_HOST: state.rancherHost,
         ROLE_FLAGS: state.roleFlags.join(" "),
         WAIT_UNIT: state.waitForUnit,
         TIMEOUT_SECONDS: String(state.timeoutSeconds),
@@ -73,6 +78,7 @@ export const nodeRegistrationProvider: pulumi.dynamic.ResourceProvider = {
         "waitForUnit",
         "insecure",
         "caChecksum",
+        "caCertificate",
         "script",
         "timeoutSeconds",
         "pollSeconds",

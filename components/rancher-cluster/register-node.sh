@@ -6,6 +6,10 @@
 # Parameters, set before this text by the caller (they arrive on stdin, never on a command line):
 #   MODE                 apply | check
 #   REGISTRATION_COMMAND Rancher's node command; a secret (it carries the registration token)
+#   RANCHER_CA           Rancher's CA as the stack pins it (empty: none). Rancher's node command
+#                        fetches the installer with plain `curl -fL`, and rancher-system-agent
+#                        trusts the system store, so the CA goes into the node's trust anchors.
+#   RANCHER_HOST         Rancher's hostname, for the anchor's file name
 #   ROLE_FLAGS           e.g. "--etcd --controlplane"
 #   WAIT_UNIT            rke2-server | rke2-agent
 #   TIMEOUT_SECONDS      bound of the wait; POLL_SECONDS its pace
@@ -24,11 +28,45 @@ unit_state() {
   systemctl is-active "$1" 2>/dev/null || true
 }
 
+# The anchor directory and refresh command of the node's trust store (RHEL family first).
+trust_store() {
+  if command -v update-ca-trust >/dev/null; then
+    echo "/etc/pki/ca-trust/source/anchors update-ca-trust extract"
+  elif command -v update-ca-certificates >/dev/null; then
+    echo "/usr/local/share/ca-certificates update-ca-certificates"
+  else
+    echo "error: neither update-ca-trust nor update-ca-certificates is installed; install ca-certificates" >&2
+    exit 1
+  fi
+}
+
+trust_rancher_ca() {
+  [ -n "$RANCHER_CA" ] || return 0
+  local store anchors refresh anchor
+  store="$(trust_store)"
+  anchors="${store%% *}"
+  refresh="${store#* }"
+  anchor="$anchors/rancher-${RANCHER_HOST}.crt"
+  if [ -f "$anchor" ] && [ "$(cat "$anchor")" = "$(printf '%s' "$RANCHER_CA")" ]; then
+    echo "ok: Rancher's CA is in the trust store ($anchor)" >&2
+    return 0
+  fi
+  mkdir -p "$anchors"
+  printf '%s\n' "$RANCHER_CA" >"$anchor.tmp"
+  mv "$anchor.tmp" "$anchor"
+  $refresh >/dev/null 2>&1 || {
+    echo "error: $refresh failed after adding $anchor" >&2
+    exit 1
+  }
+  echo "changed: added Rancher's CA to the trust store ($anchor)" >&2
+}
+
 if [ "$MODE" = check ]; then
   if registered; then echo "registered=yes unit=$(unit_state "$WAIT_UNIT")"; else echo "registered=no unit=$(unit_state "$WAIT_UNIT")"; fi
   exit 0
 fi
 
+trust_rancher_ca
 if registered; then
   echo "ok: rancher-system-agent is registered already; not registering again" >&2
 else

@@ -83,23 +83,25 @@ export function skipsTlsVerification(command: string): boolean {
 
 /**
  * Why a registration command must not run, or undefined when it may. Never quotes the command:
- * it carries the cluster's registration token.
+ * it carries the cluster's registration token. `insecure` is the stack's opt-in to Rancher's
+ * insecureNodeCommand, which fetches the installer without verifying Rancher's certificate.
  */
 export function registrationCommandProblem(
   command: string,
   insecure: boolean,
   expectedChecksum: string | undefined,
 ): string | undefined {
-  if (insecure) return undefined;
-  if (skipsTlsVerification(command)) {
+  if (!insecure && skipsTlsVerification(command)) {
     return "the registration command skips TLS verification (curl --insecure), but the stack did not opt in with insecureRegistration";
   }
   const checksum = caChecksumOf(command);
   if (checksum === undefined) {
-    return "the registration command has no --ca-checksum, so the agent would trust any certificate; set Rancher's cacerts setting (private CA) or use a certificate the nodes trust";
+    return insecure
+      ? undefined
+      : "the registration command has no --ca-checksum, so the agent would trust any certificate; set Rancher's cacerts setting to the CA that signed its certificate";
   }
   if (expectedChecksum !== undefined && checksum !== expectedChecksum.toLowerCase()) {
-    return `Rancher's registration command pins CA checksum ${checksum}, but rancher.caCertificate has checksum ${expectedChecksum}; set rancher.caCertificate to Rancher's cacerts setting`;
+    return `Rancher's registration command pins CA checksum ${checksum}, but rancher.caCertificate has checksum ${expectedChecksum}; set rancher.caCertificate to the CA exactly as Rancher serves it at /cacerts`;
   }
   return undefined;
 }

@@ -87,7 +87,7 @@ describe("Rancher registration", () => {
       const other = rancherCaChecksum(CA.replace("fake", "other"));
       assert.match(
         registrationCommandProblem(secure, false, other) ?? "",
-        /set rancher.caCertificate to Rancher's cacerts/,
+        /set rancher.caCertificate to the CA exactly as Rancher serves it/,
       );
     });
 
