@@ -78,7 +78,7 @@ describe("Rancher downstream cluster (Pulumi mocks)", function () {
   const waits = (rs: RecordedResource[], a: RecordedResource, b: RecordedResource) =>
     waitsFor(rs, a.urn).has(b.urn);
 
-  it("registers the first node after its preparation and the libvirt DNS records", () => {
+  it("registers the first node after its preparation, the libvirt DNS records and the management cluster", () => {
     const first = registration(resources, "sza122031.local");
     const deps = [...waitsFor(resources, first.urn)];
     assert.ok(
@@ -90,6 +90,8 @@ describe("Rancher downstream cluster (Pulumi mocks)", function () {
       deps.join("\n"),
     );
     assert.ok(deps.some((u) => u.includes(`${CLUSTER_V2}::rancher-uat1`)));
+    // Rancher runs on the management cluster this stack builds: its last server is in first.
+    assert.ok(deps.some((u) => u.endsWith("JoinGate::management-gate-sza122022.local")));
   });
 
   it("waits for the cluster to sync after the first node, and registers the worker after that", () => {
