@@ -34,18 +34,23 @@ function manifestDocs(type: string, props: Record<string, unknown>): Doc[] {
     type === REMOTE_FILE_TYPE &&
     String(props.path ?? "").startsWith("/var/lib/rancher/rke2/server/manifests/")
   ) {
-    try {
-      return YAML.parseAllDocuments(String(props.content ?? ""))
-        .map((d) => d.toJS() as Doc)
-        .filter((d) => typeof d === "object" && d !== null);
-    } catch {
-      return [];
-    }
+    return manifestObjects(String(props.content ?? ""));
   }
   return [];
 }
 
-function isCorednsHelmChartConfig(doc: Doc): boolean {
+/** The objects of a multi-document YAML manifest; documents that are not objects are skipped. */
+export function manifestObjects(text: string): Doc[] {
+  try {
+    return YAML.parseAllDocuments(text)
+      .map((d) => d.toJS() as Doc)
+      .filter((d) => typeof d === "object" && d !== null);
+  } catch {
+    return [];
+  }
+}
+
+export function isCorednsHelmChartConfig(doc: Doc): boolean {
   const meta = (doc.metadata ?? {}) as Doc;
   return doc.kind === "HelmChartConfig" && meta.name === "rke2-coredns";
 }
@@ -65,8 +70,7 @@ export function corednsConfigsOf(type: string, props: Record<string, unknown>): 
   }
   if (type === RANCHER_CLUSTER_TYPE) {
     const rke = (props.rkeConfig ?? {}) as Doc;
-    const chartValues = rke.chartValues ? (YAML.parse(String(rke.chartValues)) as Doc) : {};
-    const values = chartValues["rke2-coredns"];
+    const values = (rancherChartValues(rke) ?? {})["rke2-coredns"];
     if (values && typeof values === "object") {
       const global = (
         rke.machineGlobalConfig ? YAML.parse(String(rke.machineGlobalConfig)) : {}
@@ -85,6 +89,21 @@ export function corednsConfigsOf(type: string, props: Record<string, unknown>): 
     }
   }
   return configs;
+}
+
+/**
+ * A ClusterV2's `rkeConfig.chartValues` (YAML keyed by chart name) as an object; undefined when
+ * the text is not a YAML mapping. Absent chartValues are an empty mapping.
+ */
+export function rancherChartValues(rkeConfig: Doc): Doc | undefined {
+  if (!rkeConfig.chartValues) return {};
+  try {
+    const parsed: unknown = YAML.parse(String(rkeConfig.chartValues));
+    if (parsed === null) return {};
+    return typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Doc) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function networkPoliciesOf(type: string, props: Record<string, unknown>): Doc[] {

@@ -13,7 +13,11 @@ import { libvirtDnsRecordInSubnet } from "./libvirt-dns-record-in-subnet";
 import { libvirtRecordOutsideNeutralizedDomain } from "./libvirt-record-outside-neutralized-domain";
 import { networkManagerLeavesKubeIpvs0Alone } from "./networkmanager-leaves-kube-ipvs0-alone";
 import { nodePreparedBeforeClusterJoin } from "./node-prepared-before-cluster-join";
+import { rancherChartValuesCarryDnsFix } from "./rancher-chart-values-carry-dns-fix";
+import { rancherNodesRegisterAfterFirstSync } from "./rancher-nodes-register-after-first-sync";
 import { rancherRecordsCoverManagementServers } from "./rancher-records-cover-management-servers";
+import { rancherRegistrationVerifiesCa } from "./rancher-registration-verifies-ca";
+import { rancherSingleCorednsConfig } from "./rancher-single-coredns-config";
 import { rke2ServerInTlsSan } from "./rke2-server-in-tls-san";
 import { rke2ServersJoinOneAtATime } from "./rke2-servers-join-one-at-a-time";
 import { rke2TokenKeptSecret } from "./rke2-token-kept-secret";
@@ -40,4 +44,8 @@ export const allPolicies: Policy[] = [
   nodeLocalIpvsConsistent,
   nodeLocalCarriesFixZones,
   networkPolicyDnsUdpAndTcp,
+  rancherRegistrationVerifiesCa,
+  rancherNodesRegisterAfterFirstSync,
+  rancherChartValuesCarryDnsFix,
+  rancherSingleCorednsConfig,
 ];

@@ -3,6 +3,7 @@ import { dependsOn } from "./dependencies";
 import {
   NODE_PREPARATION_TYPE,
   objectProp,
+  RANCHER_NODE_REGISTRATION_TYPE,
   REMOTE_COMMAND_TYPE,
   RKE2_NODE_START_TYPE,
 } from "./resource-types";
@@ -20,6 +21,7 @@ export const nodePreparedBeforeClusterJoin: StackValidationPolicy = {
     const joins = args.resources.filter(
       (r) =>
         r.type === RKE2_NODE_START_TYPE ||
+        r.type === RANCHER_NODE_REGISTRATION_TYPE ||
         (r.type === REMOTE_COMMAND_TYPE && JOINS_CLUSTER.test(String(r.props.create ?? ""))),
     );
     for (const cmd of joins) {

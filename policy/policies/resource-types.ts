@@ -1,3 +1,5 @@
+import { UnknownValueError } from "@pulumi/policy";
+
 /** Resource type tokens the policies look at; the components define the same tokens. */
 export const LIBVIRT_DNS_TYPE = "pulumi-nodejs:dynamic/libvirt:DnsHostRecords";
 export const NODE_PREPARATION_TYPE = "pulumi-nodejs:dynamic/node:Preparation";
@@ -7,6 +9,8 @@ export const UPSTREAM_PREFLIGHT_TYPE = "pulumi-nodejs:dynamic/dns:UpstreamPrefli
 export const HELM_CHART_CONFIG_TYPE = "kubernetes:helm.cattle.io/v1:HelmChartConfig";
 export const NETWORK_POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy";
 export const RANCHER_CLUSTER_TYPE = "rancher2:index/clusterV2:ClusterV2";
+export const RANCHER_CLUSTER_SYNC_TYPE = "rancher2:index/clusterSync:ClusterSync";
+export const RANCHER_NODE_REGISTRATION_TYPE = "pulumi-nodejs:dynamic/rancher:NodeRegistration";
 export const RKE2_NODE_START_TYPE = "pulumi-nodejs:dynamic/rke2:NodeStart";
 export const RKE2_JOIN_GATE_TYPE = "pulumi-nodejs:dynamic/rke2:JoinGate";
 export const RKE2_CONFIG_PATH = "/etc/rancher/rke2/config.yaml";
@@ -21,7 +25,22 @@ export const SSH_RESOURCE_TYPES = [
   "pulumi-nodejs:dynamic/node:PortsPreflight",
   RKE2_NODE_START_TYPE,
   RKE2_JOIN_GATE_TYPE,
+  RANCHER_NODE_REGISTRATION_TYPE,
 ];
+
+/**
+ * A property's value, or undefined while a preview does not know it yet: the policy SDK throws
+ * UnknownValueError on reading an unknown, which would turn the whole check into an advisory
+ * "can't run during preview" instead of checking what is known.
+ */
+export function knownProp(props: Record<string, unknown>, name: string): unknown {
+  try {
+    return props[name];
+  } catch (err) {
+    if (err instanceof UnknownValueError) return undefined;
+    throw err;
+  }
+}
 
 export function objectProp(
   props: Record<string, unknown>,

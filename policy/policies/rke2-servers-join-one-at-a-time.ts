@@ -1,5 +1,5 @@
 import { StackValidationPolicy } from "@pulumi/policy";
-import { dependsOn } from "./dependencies";
+import { unorderedPairs } from "./dependencies";
 import { objectProp, RKE2_NODE_START_TYPE } from "./resource-types";
 
 export const rke2ServersJoinOneAtATime: StackValidationPolicy = {
@@ -11,19 +11,14 @@ export const rke2ServersJoinOneAtATime: StackValidationPolicy = {
     const starts = args.resources.filter(
       (r) => r.type === RKE2_NODE_START_TYPE && r.props.role === "server",
     );
-    for (let i = 0; i < starts.length; i++) {
-      for (let j = i + 1; j < starts.length; j++) {
-        const [a, b] = [starts[i], starts[j]];
-        if (!dependsOn(a, b) && !dependsOn(b, a)) {
-          const host = (r: typeof a) => String(objectProp(r.props, "connection")?.host ?? r.name);
-          reportViolation(
-            `servers ${host(a)} and ${host(b)} may start at the same time: etcd admits one learner at a time, so the ` +
-              "second join fails with 'too many learner members in cluster' and the cluster can deadlock (seed 003). " +
-              "Make each server wait for the previous server's join gate.",
-            b.urn,
-          );
-        }
-      }
+    for (const [a, b] of unorderedPairs(starts)) {
+      const host = (r: typeof a) => String(objectProp(r.props, "connection")?.host ?? r.name);
+      reportViolation(
+        `servers ${host(a)} and ${host(b)} may start at the same time: etcd admits one learner at a time, so the ` +
+          "second join fails with 'too many learner members in cluster' and the cluster can deadlock (seed 003). " +
+          "Make each server wait for the previous server's join gate.",
+        b.urn,
+      );
     }
   },
 };

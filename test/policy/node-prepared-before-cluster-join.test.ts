@@ -1,5 +1,9 @@
 import { nodePreparedBeforeClusterJoin } from "../../policy/policies/node-prepared-before-cluster-join";
-import { NODE_PREPARATION_TYPE, REMOTE_COMMAND_TYPE } from "../../policy/policies/resource-types";
+import {
+  NODE_PREPARATION_TYPE,
+  RANCHER_NODE_REGISTRATION_TYPE,
+  REMOTE_COMMAND_TYPE,
+} from "../../policy/policies/resource-types";
 import { RecordedResource } from "../../infra/mock-runtime";
 import { assertNoViolations, assertViolation, resource } from "./util";
 
@@ -36,6 +40,19 @@ describe("policy node-prepared-before-cluster-join", () => {
       dependencies: [prep.urn],
     };
     await assertNoViolations(nodePreparedBeforeClusterJoin, [prep, gate, install([gate])]);
+  });
+
+  it("rejects a Rancher node registration with no path to the node's preparation", async () => {
+    const registration = resource(
+      RANCHER_NODE_REGISTRATION_TYPE,
+      { node: "sza122021.local", cluster: "uat1", connection },
+      "register-21",
+    );
+    await assertViolation(
+      nodePreparedBeforeClusterJoin,
+      [prep, registration],
+      /register-21 joins 192\.168\.122\.21 to a cluster without depending on prepare-21/,
+    );
   });
 
   it("rejects a join on a node the stack never prepares", async () => {

@@ -1,5 +1,9 @@
 import { sshHostKeyPinned } from "../../policy/policies/ssh-host-key-pinned";
-import { NODE_PREPARATION_TYPE, REMOTE_COMMAND_TYPE } from "../../policy/policies/resource-types";
+import {
+  NODE_PREPARATION_TYPE,
+  RANCHER_NODE_REGISTRATION_TYPE,
+  REMOTE_COMMAND_TYPE,
+} from "../../policy/policies/resource-types";
 import { assertNoViolations, assertViolation, HOST_KEY, resource } from "./util";
 
 describe("policy ssh-host-key-pinned", () => {
@@ -17,6 +21,15 @@ describe("policy ssh-host-key-pinned", () => {
       sshHostKeyPinned,
       [resource(REMOTE_COMMAND_TYPE, props)],
       /192\.168\.122\.20 must pin the host key/,
+    );
+  });
+
+  it("rejects a Rancher node registration without a host key", async () => {
+    const props = { node: "sza122031.local", connection: { host: "192.168.122.31", user: "root" } };
+    await assertViolation(
+      sshHostKeyPinned,
+      [resource(RANCHER_NODE_REGISTRATION_TYPE, props)],
+      /192\.168\.122\.31 must pin the host key/,
     );
   });
 
