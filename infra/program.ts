@@ -151,11 +151,12 @@ export function deployEnvironment(
     });
   }
   if (model.rancher && (model.deploy.clusterDns || model.deploy.rancherClusters)) {
-    deployDownstreamClusters(model, model.rancher, secrets, outputs, (node) => [
+    // Rancher runs on the management cluster and is reached by its DNS records: when this
+    // stack builds them, Rancher's API is used and nodes register only after them.
+    const rancherReady = [...(records ? [records] : []), ...(management?.gates.slice(-1) ?? [])];
+    deployDownstreamClusters(model, model.rancher, secrets, outputs, rancherReady, (node) => [
       ...(preparations.has(node) ? [preparations.get(node)!] : []),
-      ...(records ? [records] : []),
-      // Rancher runs on the management cluster: when this stack builds it, register after it.
-      ...(management ? management.gates.slice(-1) : []),
+      ...rancherReady,
     ]);
   }
   return outputs;
@@ -167,6 +168,7 @@ function deployDownstreamClusters(
   rancher: RancherSettings,
   secrets: EnvironmentSecrets,
   outputs: Pick<EnvironmentOutputs, "downstreamChartValues" | "downstreamClusters">,
+  rancherReady: pulumi.Resource[],
   prerequisitesOf: (node: string) => pulumi.Resource[],
 ): void {
   const provider = model.deploy.rancherClusters
@@ -193,6 +195,7 @@ function deployDownstreamClusters(
       caCertificate: rancher.caCertificate,
       rancherHost: rancher.hostname,
       provider,
+      rancherReady,
       sshPrivateKey: secrets.sshPrivateKey ?? pulumi.secret(""),
       prerequisites: new Map(nodes.map((n) => [n.name, prerequisitesOf(n.name)])),
     });

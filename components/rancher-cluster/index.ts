@@ -67,6 +67,9 @@ export interface RancherDownstreamClusterArgs {
   /** The rancher2 provider for Rancher's API (URL, token, CA from the stack). */
   readonly provider: pulumi.ProviderResource;
   readonly sshPrivateKey: pulumi.Input<string>;
+  /** What must finish before Rancher's API is used: Rancher's DNS records, the management
+   * cluster Rancher runs on (when the same stack builds them). */
+  readonly rancherReady?: pulumi.Resource[];
   /** Per node, what must finish before it registers (its preparation, the DNS records). */
   readonly prerequisites: ReadonlyMap<string, pulumi.Resource[]>;
 }
@@ -114,8 +117,8 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
           upgradeStrategy: { controlPlaneConcurrency: "1", workerConcurrency: "1" },
         },
       },
-      // The cluster holds etcd and every workload: a stack change must not delete it.
-      { ...rancherOpts, protect: true },
+      // The cluster holds etcd and every workload: destroying the stack leaves it in Rancher.
+      { ...rancherOpts, retainOnDelete: true, dependsOn: args.rancherReady ?? [] },
     );
     const token = clusterV2.clusterRegistrationToken;
     const command = pulumi.secret(

@@ -181,7 +181,7 @@ describe("Rancher downstream cluster (Pulumi mocks)", function () {
       snapshotRetention: uat1.etcdSnapshot.retention,
     });
     assert.equal(cluster.inputs.kubernetesVersion, "v1.35.6+rke2r1");
-    assert.equal(cluster.protect, true);
+    assert.equal(cluster.retainOnDelete, true);
   });
 
   it("gives kubelet the node-local cache address when NodeLocalDNS runs under IPVS", async () => {
