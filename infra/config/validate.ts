@@ -61,10 +61,21 @@ export function validateEnvironment(
   const v = raw.values;
 
   const libvirt = readLibvirt(r, v.libvirt);
-  const management = readClusterSettings(r, v.rke2, "rke2", MANAGEMENT_CLUSTER, {
-    clusterCidr: "10.42.0.0/16",
-    serviceCidr: "10.43.0.0/16",
-  });
+  // A stack of downstream clusters only (no node in the management cluster) needs no `rke2`.
+  const listsManagementNodes =
+    !Array.isArray(v.nodes) ||
+    v.nodes.some((n: unknown) => {
+      const cluster = (n as { cluster?: unknown } | null)?.cluster;
+      return cluster === undefined || cluster === MANAGEMENT_CLUSTER;
+    });
+  const management = readClusterSettings(
+    r,
+    v.rke2,
+    "rke2",
+    MANAGEMENT_CLUSTER,
+    { clusterCidr: "10.42.0.0/16", serviceCidr: "10.43.0.0/16" },
+    listsManagementNodes,
+  );
   const rancher = readRancher(r, v.rancher);
   const clusters: ClusterSettings[] = [management, ...(rancher?.downstreamClusters ?? [])];
   const nodes = readNodes(r, v.nodes, clusters);
@@ -209,13 +220,16 @@ function readClusterSettings(
   path: string,
   name: string,
   defaults: { clusterCidr: string; serviceCidr: string },
+  versionRequired = true,
 ): ClusterSettings {
   const o = r.object(value, path) ?? {};
-  const version = r.requiredString(
-    o.version,
-    `${path}.version`,
-    "set the RKE2 release to install, e.g. v1.35.6+rke2r1.",
-  );
+  const version = versionRequired
+    ? r.requiredString(
+        o.version,
+        `${path}.version`,
+        "set the RKE2 release to install, e.g. v1.35.6+rke2r1.",
+      )
+    : r.string(o.version, `${path}.version`);
   if (version !== undefined && !RKE2_VERSION.test(version)) {
     r.problem(
       `${path}.version`,

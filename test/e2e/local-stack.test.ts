@@ -5,7 +5,9 @@
  */
 import * as assert from "assert/strict";
 import { digA, pulumi } from "./cli";
-import { addRejectRule, lab, labNs, run, ruleset, unitState, virsh } from "../real/lab";
+import * as fs from "fs";
+import * as path from "path";
+import { addRejectRule, lab, LAB_DIR, labNs, run, ruleset, unitState, virsh } from "../real/lab";
 import { runScript } from "../../components/ssh/run-script";
 import { nodeConnection } from "../real/lab";
 
@@ -38,8 +40,11 @@ describe("pulumi CLI on the local stack", function () {
     }
   });
 
+  let upOutput = "";
+
   it("up converges the estate: records answer and nodes are prepared", () => {
     const r = pulumi("up", "--yes");
+    upOutput = r.out;
     assert.equal(r.status, 0, r.out);
     // Per-node progress reaches the Pulumi log.
     assert.match(r.out, /sza122020\.local: changed: disabled iptables\.service/);
@@ -87,6 +92,35 @@ describe("pulumi CLI on the local stack", function () {
         "iptables.service was stopped",
       );
     }
+  });
+
+  it("registered uat1 in order through Rancher: first node, its sync, then the worker", () => {
+    // The Rancher stand-in's record of the cluster, as its API would show it.
+    const [cluster] = JSON.parse(
+      fs.readFileSync(path.join(LAB_DIR, "rancher", "clusters.json"), "utf8"),
+    ) as {
+      name: string;
+      state: string;
+      registrationToken: string;
+      nodes: { name: string; plan: string; ready: boolean }[];
+    }[];
+    assert.equal(cluster.name, "uat1");
+    assert.equal(cluster.state, "active");
+    assert.deepEqual(
+      cluster.nodes.map((n) => [n.name, n.plan, n.ready]),
+      [
+        ["sza122031.local", "rke2-server", true],
+        ["sza122030.local", "rke2-agent", true],
+      ],
+    );
+    const out = upOutput;
+    const registering = (n: string) => out.indexOf(`node sza1220${n}.local: changed: registering`);
+    const synced = out.indexOf("rancher-uat1-sync-sza122031.local created");
+    assert.ok(registering("31") >= 0 && registering("31") < synced, "no sync after .31");
+    assert.ok(synced < registering("30"), "the worker registered before the first node's sync");
+    assert.ok(unitState(30, "rke2-agent.service").active, "the worker's RKE2 agent did not start");
+    // The registration token never reaches the Pulumi log.
+    assert.ok(!out.includes(cluster.registrationToken), "the registration token is in the log");
   });
 
   it("finds no drift right after up", () => {

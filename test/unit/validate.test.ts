@@ -1,3 +1,4 @@
+import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
 import * as assert from "assert/strict";
 import { MANAGEMENT_CLUSTER, serversOf } from "../../infra/config/model";
 import { ConfigProblem } from "../../infra/config/problems";
@@ -206,6 +207,10 @@ describe("stack config validation", () => {
   });
 
   describe("Rancher downstream clusters", () => {
+    it("validates a stack of downstream clusters only, without the management `rke2` key", () => {
+      assert.deepEqual(problemsOf(rawConfigFromStackFile(stackFilePath("uat1"))), []);
+    });
+
     it("requires a node with both etcd and controlplane to register first", () => {
       const problem = problemAt(
         problemsOf(labWith("nodes[3].roles", ["etcd"])),

@@ -1,0 +1,110 @@
+/**
+ * A pull-request preview of the `uat1` stack (stacks/Pulumi.uat1.yaml) with the real Pulumi CLI
+ * and the policy pack. The `rancher2` provider plugin is the lab's Node stand-in on PATH; the
+ * preview reaches no host (SSH from the operator namespace is blocked while it runs). Secrets
+ * live in a copy of the stack file and in a throw-away backend, never in the repository.
+ */
+import * as assert from "assert/strict";
+import { spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import * as YAML from "yaml";
+import { stackFilePath } from "../../infra/config/load";
+import { REPO, run } from "../real/lab";
+
+const STACK = "uat1";
+const NS = "rke2-remediation";
+
+describe("the uat1 stack in a pull-request preview", function () {
+  this.timeout(300000);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-uat1-"));
+  const configFile = path.join(dir, "Pulumi.uat1.yaml");
+  const env = {
+    ...process.env,
+    PULUMI_BACKEND_URL: `file://${dir}/state`,
+    PULUMI_CONFIG_PASSPHRASE: "uat1-preview-test",
+    PULUMI_NODEJS_TRANSPILE_ONLY: "true",
+  };
+
+  function pulumi(...args: string[]): { status: number; out: string } {
+    const r = spawnSync(
+      "pulumi",
+      [...args, "--stack", STACK, "--non-interactive", "--color", "never"],
+      { cwd: REPO, encoding: "utf8", timeout: 240000, env },
+    );
+    return { status: r.status ?? -1, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
+  }
+
+  function preview(): { status: number; out: string } {
+    const block = ["OUTPUT", "-p", "tcp", "--dport", "22", "-j", "REJECT"];
+    assert.equal(run("iptables", ["-I", ...block]).status, 0);
+    try {
+      return pulumi("preview", "--policy-pack", "policy", "--config-file", configFile);
+    } finally {
+      run("iptables", ["-D", ...block]);
+    }
+  }
+
+  before(() => {
+    fs.mkdirSync(path.join(dir, "state"));
+    const repoFile = stackFilePath(STACK);
+    const original = fs.readFileSync(repoFile, "utf8");
+    fs.writeFileSync(configFile, original);
+    // `stack init` writes the passphrase salt into the stack's file in the repository: put the
+    // file back at once; the copy carries the salt and the secrets from here on.
+    const init = pulumi("stack", "init", "--secrets-provider", "passphrase");
+    const salted = fs.readFileSync(repoFile, "utf8");
+    fs.writeFileSync(repoFile, original);
+    assert.equal(init.status, 0, init.out);
+    const salt = /^encryptionsalt: .*$/m.exec(salted)?.[0];
+    if (salt) fs.appendFileSync(configFile, `${salt}\n`);
+    const key = path.join(dir, "id_ed25519");
+    assert.equal(run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", key]).status, 0);
+    const setSecret = (name: string, value: string) => {
+      const r = spawnSync(
+        "pulumi",
+        ["config", "set", "--secret", name, "--stack", STACK, "--config-file", configFile],
+        { cwd: REPO, encoding: "utf8", input: value, env },
+      );
+      assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+    };
+    setSecret("sshPrivateKey", fs.readFileSync(key, "utf8"));
+    setSecret("rancherToken", "token-preview:not-a-real-token");
+  });
+
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it("previews the ClusterV2, the ordered registrations and the syncs, and passes every policy", () => {
+    const r = preview();
+    assert.equal(r.status, 0, r.out);
+    for (const expected of [
+      /\+ +rancher2:index:ClusterV2 rancher-uat1 create/,
+      /\+ +pulumi-nodejs:dynamic\/rancher:NodeRegistration rancher-uat1-register-sza122031\.local create/,
+      /\+ +rancher2:index:ClusterSync rancher-uat1-sync-sza122031\.local create/,
+      /\+ +pulumi-nodejs:dynamic\/rancher:NodeRegistration rancher-uat1-register-sza122030\.local create/,
+    ]) {
+      assert.match(r.out, expected);
+    }
+    assert.match(r.out, /Policies:\s+✅ rke2-remediation/);
+    assert.doesNotMatch(r.out, /token-preview:not-a-real-token/);
+  });
+
+  it("fails with the mandatory violation when the stack opts in to insecure registration", () => {
+    const compliant = fs.readFileSync(configFile, "utf8");
+    const doc = YAML.parse(compliant) as { config: Record<string, unknown> };
+    const rancher = doc.config[`${NS}:rancher`] as {
+      downstreamClusters: Record<string, unknown>[];
+    };
+    rancher.downstreamClusters[0].insecureRegistration = true;
+    fs.writeFileSync(configFile, YAML.stringify(doc));
+    try {
+      const r = preview();
+      assert.notEqual(r.status, 0, r.out);
+      assert.match(r.out, /\[mandatory\] +rancher-registration-verifies-ca/);
+      assert.match(r.out, /register-sza122031\.local/);
+    } finally {
+      fs.writeFileSync(configFile, compliant);
+    }
+  });
+});
