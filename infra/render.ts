@@ -3,6 +3,7 @@ import {
   dnsEgressNetworkPolicyObject,
   helmChartConfigObject,
   renderManifest,
+  renderRancherChartValues,
 } from "../components/cluster-dns/manifests";
 import {
   clusterDnsChartValues,
@@ -16,7 +17,13 @@ import { nodeScriptParams } from "../components/node-preparation/provider";
 import { renderUnmanagedDevicesConfig } from "../components/node-preparation/render";
 import { scriptWithParams } from "../components/ssh/run-script";
 import * as path from "path";
-import { ClusterSettings, EnvironmentModel, serversOf } from "./config/model";
+import { renderRkeConfigText } from "../components/rancher-cluster";
+import {
+  ClusterSettings,
+  DownstreamClusterSpec,
+  EnvironmentModel,
+  serversOf,
+} from "./config/model";
 
 export type ArtifactKind =
   | "libvirt-dns-host-xml"
@@ -26,7 +33,10 @@ export type ArtifactKind =
   | "nodelocal-corefile"
   | "helmchartconfig"
   | "networkpolicy"
-  | "node-preparation-script";
+  | "node-preparation-script"
+  | "rancher-machine-global-config"
+  | "rancher-machine-selector-config"
+  | "rancher-chart-values";
 
 /** One file the stack puts on a host or into a cluster, as `render` writes it for review. */
 export interface Artifact {
@@ -97,6 +107,40 @@ export function renderArtifacts(model: EnvironmentModel): Artifact[] {
   ];
   for (const cluster of clusters) {
     artifacts.push(...clusterDnsArtifacts(model, cluster));
+  }
+  for (const cluster of model.rancher?.downstreamClusters ?? []) {
+    artifacts.push(...rkeConfigArtifacts(model, cluster));
+  }
+  return artifacts;
+}
+
+/** The text pieces of a downstream ClusterV2's rkeConfig, exactly as the program sends them. */
+function rkeConfigArtifacts(model: EnvironmentModel, cluster: DownstreamClusterSpec): Artifact[] {
+  const chartValues = renderRancherChartValues(clusterDnsChartValues(model.dns, cluster));
+  const rke = renderRkeConfigText(cluster, dnsKubeletArgs(model.dns, cluster), chartValues);
+  const common = { target: cluster.name, cluster: cluster.name };
+  const dir = `rancher/${cluster.name}`;
+  const artifacts: Artifact[] = [
+    {
+      ...common,
+      kind: "rancher-machine-global-config",
+      path: `${dir}/machine-global-config.yaml`,
+      content: rke.machineGlobalConfig,
+    },
+    {
+      ...common,
+      kind: "rancher-chart-values",
+      path: `${dir}/chart-values.yaml`,
+      content: rke.chartValues,
+    },
+  ];
+  if (rke.machineSelectorConfig !== undefined) {
+    artifacts.push({
+      ...common,
+      kind: "rancher-machine-selector-config",
+      path: `${dir}/machine-selector-config.yaml`,
+      content: rke.machineSelectorConfig,
+    });
   }
   return artifacts;
 }

@@ -9,6 +9,7 @@ import { loadEnvironmentModel } from "../../infra/config/validate";
 import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
 import { recordProgram, RecordedResource } from "../../infra/mock-runtime";
 import { deployEnvironment, EnvironmentOutputs } from "../../infra/program";
+import { renderArtifacts } from "../../infra/render";
 import { waitsFor } from "./graph";
 
 const CLUSTER_V2 = "rancher2:index/clusterV2:ClusterV2";
@@ -182,6 +183,25 @@ describe("Rancher downstream cluster (Pulumi mocks)", function () {
     });
     assert.equal(cluster.inputs.kubernetesVersion, "v1.35.6+rke2r1");
     assert.equal(cluster.retainOnDelete, true);
+  });
+
+  it("renders for review exactly the rkeConfig text the program sends", () => {
+    const rke = named(resources, CLUSTER_V2, "rancher-uat1").inputs.rkeConfig as {
+      machineGlobalConfig: string;
+      chartValues: string;
+    };
+    const rendered = renderArtifacts(model).filter((a) => a.cluster === "uat1");
+    const content = (kind: string) => rendered.find((a) => a.kind === kind)?.content;
+    assert.equal(content("rancher-machine-global-config"), rke.machineGlobalConfig);
+    assert.equal(content("rancher-chart-values"), rke.chartValues);
+    const values = YAML.parse(rke.chartValues) as {
+      "rke2-coredns": { servers: { zones: { zone: string }[] }[] };
+    };
+    const zones = values["rke2-coredns"].servers.flatMap((s) => s.zones.map((z) => z.zone));
+    assert.ok(
+      zones.includes("local"),
+      `no server block for the neutralised domain: ${zones.join(", ")}`,
+    );
   });
 
   it("gives kubelet the node-local cache address when NodeLocalDNS runs under IPVS", async () => {
