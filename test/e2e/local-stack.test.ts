@@ -122,6 +122,18 @@ describe("pulumi CLI on the local stack", function () {
     assert.ok(unitState(30, "rke2-agent.service").active, "the worker's RKE2 agent did not start");
     // The registration token never reaches the Pulumi log.
     assert.ok(!out.includes(cluster.registrationToken), "the registration token is in the log");
+    // Nor the stack's state: the command carrying it is stored encrypted.
+    const stateDir = path.join(LAB_DIR, "state", ".pulumi", "stacks");
+    const states = fs
+      .readdirSync(stateDir, { recursive: true, encoding: "utf8" })
+      .filter((f) => f.endsWith(".json"))
+      .map((f) => fs.readFileSync(path.join(stateDir, f), "utf8"));
+    assert.ok(states.length > 0, `no state file under ${stateDir}`);
+    for (const state of states)
+      assert.ok(
+        !state.includes(cluster.registrationToken),
+        "the registration token is in the state",
+      );
   });
 
   it("finds no drift right after up", () => {
