@@ -20,4 +20,13 @@ describe("policy coredns-cluster-domain-reaches-kubernetes", () => {
     values.servers = values.servers!.filter((s) => s.zones[0].zone !== "cluster.local");
     await assertViolation(policy, [helmChartConfig(values)], /no kubernetes plugin/);
   });
+
+  it("flags a template in the cluster-domain block that answers NXDOMAIN before kubernetes", async () => {
+    const values = compliantValues();
+    const template = { name: "template", parameters: "ANY ANY", configBlock: "rcode NXDOMAIN" };
+    values.servers = values.servers!.map((s) =>
+      s.zones[0].zone === "cluster.local" ? { ...s, plugins: [template, ...s.plugins] } : s,
+    );
+    await assertViolation(policy, [helmChartConfig(values)], /template answers NXDOMAIN before/);
+  });
 });
