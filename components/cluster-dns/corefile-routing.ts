@@ -10,6 +10,8 @@ export interface ServerBlock {
   readonly port: number;
   /** Plugin names in the order written. */
   readonly plugins: readonly string[];
+  /** The trimmed lines inside the block's braces, nested plugin blocks included. */
+  readonly body: readonly string[];
 }
 
 function normalizeZone(zone: string): string {
@@ -32,15 +34,17 @@ export function parseCorefile(text: string): ServerBlock[] {
       return normalizeZone(m[1] || ".");
     });
     const plugins: string[] = [];
+    const body: string[] = [];
     let depth = 1;
     for (i = i + 1; i < lines.length && depth > 0; i++) {
       const line = lines[i].trim();
       if (depth === 1 && line && line !== "}" && !line.startsWith("#"))
         plugins.push(line.split(/\s+/)[0]);
       depth += (line.match(/\{/g) ?? []).length - (line.match(/\}/g) ?? []).length;
+      if (depth > 0) body.push(line);
     }
     i--;
-    blocks.push({ zones, port, plugins });
+    blocks.push({ zones, port, plugins, body });
   }
   return blocks;
 }

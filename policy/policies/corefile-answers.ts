@@ -11,29 +11,8 @@ import {
   ServerBlock,
 } from "../../components/cluster-dns/corefile-routing";
 
-/** A server block header, as parseCorefile recognises one. */
-const BLOCK_HEADER = /^\S[^{]*?\s*\{\s*$/;
-
 const braceDelta = (line: string) =>
   (line.match(/\{/g) ?? []).length - (line.match(/\}/g) ?? []).length;
-
-/** The trimmed lines inside each server block, in parseCorefile's order. */
-function blockBodies(corefile: string): string[][] {
-  const bodies: string[][] = [];
-  let depth = 0;
-  for (const line of corefile.split("\n")) {
-    if (depth === 0) {
-      if (BLOCK_HEADER.test(line)) {
-        bodies.push([]);
-        depth = 1;
-      }
-      continue;
-    }
-    depth += braceDelta(line);
-    if (depth > 0) bodies[bodies.length - 1].push(line.trim());
-  }
-  return bodies;
-}
 
 interface Template {
   readonly qclass: string;
@@ -90,11 +69,8 @@ interface Routed {
 }
 
 function route(corefile: string, name: string): Routed | undefined {
-  const blocks = parseCorefile(corefile);
-  const bodies = blockBodies(corefile);
-  const block = routeName(blocks, name);
-  if (!block || bodies.length !== blocks.length) return undefined;
-  return { block, templates: templatesOf(bodies[blocks.indexOf(block)]) };
+  const block = routeName(parseCorefile(corefile), name);
+  return block && { block, templates: templatesOf(block.body) };
 }
 
 /** Whether CoreDNS answers `name` NXDOMAIN itself, for A and AAAA alike, without asking upstream. */
