@@ -14,7 +14,8 @@ if (!model) {
 }
 const estate = deployEnvironment(model, secretsFromPulumi());
 
-export const libvirtDnsRecords = estate.libvirtDnsRecords;
+/** The records on the libvirt network; null when this stack does not manage them. */
+export const libvirtDnsRecords = estate.libvirtDnsRecords ?? null;
 export const preparedNodes = estate.preparedNodes;
 export const downstreamChartValues = estate.downstreamChartValues;
 /** Per downstream cluster: Rancher's cluster id and its kubeconfig (a secret). */
