@@ -81,8 +81,6 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
   public readonly kubeconfig: pulumi.Output<string>;
   /** The registration token; a secret. */
   public readonly registrationToken: pulumi.Output<string>;
-  /** Registration resources in order, for callers that wait on a node. */
-  public readonly registrations: pulumi.Resource[] = [];
 
   constructor(
     name: string,
@@ -172,14 +170,11 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
         case "first":
         case "control-plane": {
           const registered = registration(step, lastSync ? [lastSync] : []);
-          this.registrations.push(registered);
           lastSync = sync(step.node.name, [registered]);
           break;
         }
         case "worker": {
-          const registered = registration(step, [lastSync!]);
-          this.registrations.push(registered);
-          workers.push(registered);
+          workers.push(registration(step, [lastSync!]));
           break;
         }
         default: {
