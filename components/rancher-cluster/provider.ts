@@ -7,15 +7,20 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import * as ssh from "../ssh/run-script";
-import { redact, registrationCommandProblem, tokenOf } from "./registration";
+import {
+  redact,
+  registrationCommandProblem,
+  rke2UnitFor,
+  roleFlags,
+  tokenOf,
+} from "./registration";
 
 export interface NodeRegistrationState {
   readonly node: string;
   readonly nodeIp: string;
   readonly cluster: string;
+  /** etcd, controlplane, worker: the flags appended to Rancher's command. */
   readonly roles: readonly string[];
-  readonly roleFlags: readonly string[];
-  readonly step: string;
   readonly connection: ssh.PinnedTarget;
   readonly sshPrivateKey: string;
   /** Rancher's node command; a secret. */
@@ -27,7 +32,6 @@ export interface NodeRegistrationState {
   /** Rancher's hostname: names the CA's file in the node's trust store. */
   readonly rancherHost: string;
   readonly script: string;
-  readonly waitForUnit: string;
   readonly timeoutSeconds: number;
   readonly pollSeconds: number;
   /** What the last run found: false when the node's agent is no longer registered. */
@@ -53,8 +57,8 @@ async function register(state: NodeRegistrationState, mode: "apply" | "check") {
         REGISTRATION_COMMAND: state.registrationCommand,
         RANCHER_CA: state.caCertificate ?? "",
         RANCHER_HOST: state.rancherHost,
-        ROLE_FLAGS: state.roleFlags.join(" "),
-        WAIT_UNIT: state.waitForUnit,
+        ROLE_FLAGS: roleFlags(state.roles).join(" "),
+        WAIT_UNIT: rke2UnitFor(state.roles),
         TIMEOUT_SECONDS: String(state.timeoutSeconds),
         POLL_SECONDS: String(state.pollSeconds),
       },
@@ -73,9 +77,8 @@ export const nodeRegistrationProvider: pulumi.dynamic.ResourceProvider = {
     const changes =
       olds.registered === false ||
       ssh.inputsDiffer(olds, news, [
-        "roleFlags",
+        "roles",
         "connection",
-        "waitForUnit",
         "insecure",
         "caChecksum",
         "caCertificate",

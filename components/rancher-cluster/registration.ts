@@ -19,16 +19,21 @@ export type RegistrationStep =
 export interface PlannedRegistration {
   readonly node: NodeSpec;
   readonly step: RegistrationStep;
-  /** `--etcd --controlplane --worker`, in that order, as Rancher appends them. */
-  readonly roleFlags: readonly string[];
-  /** The RKE2 unit Rancher's plan starts on the node: what the registration waits for. */
-  readonly waitForUnit: "rke2-server" | "rke2-agent";
 }
 
 const ROLE_ORDER: readonly DownstreamRole[] = ["etcd", "controlplane", "worker"];
 
+/** `--etcd --controlplane --worker`, in that order, as Rancher appends them. */
 export function roleFlags(roles: readonly string[]): string[] {
   return ROLE_ORDER.filter((r) => roles.includes(r)).map((r) => `--${r}`);
+}
+
+const isControl = (roles: readonly string[]) =>
+  roles.includes("etcd") || roles.includes("controlplane");
+
+/** The RKE2 unit Rancher's plan starts on a node: what its registration waits for. */
+export function rke2UnitFor(roles: readonly string[]): "rke2-server" | "rke2-agent" {
+  return isControl(roles) ? "rke2-server" : "rke2-agent";
 }
 
 /**
@@ -37,23 +42,18 @@ export function roleFlags(roles: readonly string[]): string[] {
  * Throws when no node carries both roles; validation reports that with the stack key first.
  */
 export function registrationPlan(nodes: readonly NodeSpec[]): PlannedRegistration[] {
-  const isControl = (n: NodeSpec) => n.roles.includes("etcd") || n.roles.includes("controlplane");
   const first = nodes.find((n) => n.roles.includes("etcd") && n.roles.includes("controlplane"));
   if (!first) {
     throw new Error(
       `no node of cluster ${nodes[0]?.cluster ?? "(none)"} has both roles etcd and controlplane; the first registered node must initialise the control plane.`,
     );
   }
-  const planned = (node: NodeSpec, step: RegistrationStep): PlannedRegistration => ({
-    node,
-    step,
-    roleFlags: roleFlags(node.roles),
-    waitForUnit: isControl(node) ? "rke2-server" : "rke2-agent",
-  });
   return [
-    planned(first, "first"),
-    ...nodes.filter((n) => n !== first && isControl(n)).map((n) => planned(n, "control-plane")),
-    ...nodes.filter((n) => !isControl(n)).map((n) => planned(n, "worker")),
+    { node: first, step: "first" },
+    ...nodes
+      .filter((n) => n !== first && isControl(n.roles))
+      .map((node) => ({ node, step: "control-plane" as const })),
+    ...nodes.filter((n) => !isControl(n.roles)).map((node) => ({ node, step: "worker" as const })),
   ];
 }
 

@@ -124,14 +124,12 @@ describe("Rancher downstream cluster (Pulumi mocks)", function () {
     assert.ok(waits(rs, finalSync, reg(30)) && waits(rs, finalSync, reg(34)));
   });
 
-  it("appends each node's role flags, in Rancher's order", () => {
-    assert.deepEqual(registration(resources, "sza122031.local").inputs.roleFlags, [
-      "--etcd",
-      "--controlplane",
+  it("registers each node with the roles the stack gives it", () => {
+    assert.deepEqual(registration(resources, "sza122031.local").inputs.roles, [
+      "etcd",
+      "controlplane",
     ]);
-    assert.deepEqual(registration(resources, "sza122030.local").inputs.roleFlags, ["--worker"]);
-    assert.equal(registration(resources, "sza122031.local").inputs.waitForUnit, "rke2-server");
-    assert.equal(registration(resources, "sza122030.local").inputs.waitForUnit, "rke2-agent");
+    assert.deepEqual(registration(resources, "sza122030.local").inputs.roles, ["worker"]);
   });
 
   it("runs Rancher's secure node command, a secret pinned to the stack's CA", () => {

@@ -1,6 +1,6 @@
 /** The real Pulumi CLI on the lab's stack, as the e2e tier runs it (inside the operator namespace). */
 import { spawnSync } from "child_process";
-import { LAB_STACK, REPO, run } from "../real/lab";
+import { LAB_STACK, REPO } from "../real/lab";
 
 export function pulumi(...args: string[]): { status: number; out: string } {
   const r = spawnSync(
@@ -16,10 +16,4 @@ export function pulumi(...args: string[]): { status: number; out: string } {
   return { status: r.status ?? -1, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
 }
 
-/** The A records the libvirt host's dnsmasq gives for a name. */
-export function digA(name: string): string[] {
-  return run("dig", ["+short", "+time=2", "+tries=1", "@192.168.122.1", name])
-    .stdout.split("\n")
-    .filter(Boolean)
-    .sort();
-}
+export { digA } from "../real/lab";

@@ -7,7 +7,16 @@ import * as assert from "assert/strict";
 import { digA, pulumi } from "./cli";
 import * as fs from "fs";
 import * as path from "path";
-import { addRejectRule, lab, LAB_DIR, labNs, run, ruleset, unitState, virsh } from "../real/lab";
+import {
+  addRejectRule,
+  handDeleteDnsHost,
+  lab,
+  LAB_DIR,
+  labNs,
+  run,
+  ruleset,
+  unitState,
+} from "../real/lab";
 import { runScript } from "../../components/ssh/run-script";
 import { nodeConnection } from "../real/lab";
 
@@ -142,18 +151,7 @@ describe("pulumi CLI on the local stack", function () {
   });
 
   it("detects a DNS record removed and iptables.service re-enabled by hand", async () => {
-    assert.equal(
-      virsh(
-        "net-update",
-        "default",
-        "delete",
-        "dns-host",
-        "<host ip='192.168.122.21'/>",
-        "--live",
-        "--config",
-      ).status,
-      0,
-    );
+    handDeleteDnsHost("192.168.122.21");
     const enable = await runScript(nodeConnection(22), "systemctl enable iptables.service");
     assert.equal(enable.exitCode, 0);
     const r = pulumi("preview", "--refresh", "--expect-no-changes", "--diff");

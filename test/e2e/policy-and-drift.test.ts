@@ -12,7 +12,14 @@ import * as path from "path";
 import * as YAML from "yaml";
 import { runScript } from "../../components/ssh/run-script";
 import { stackFilePath } from "../../infra/config/load";
-import { addRejectRule, LAB_STACK, nodeConnection, nodeFile, REPO, virsh } from "../real/lab";
+import {
+  addRejectRule,
+  handDeleteDnsHost,
+  LAB_STACK,
+  nodeConnection,
+  nodeFile,
+  REPO,
+} from "../real/lab";
 
 const NS = "rke2-remediation";
 
@@ -82,18 +89,7 @@ describe("drift detection with the real CLI", function () {
       {
         what: "a DNS record deleted",
         inject: async () => {
-          assert.equal(
-            virsh(
-              "net-update",
-              "default",
-              "delete",
-              "dns-host",
-              "<host ip='192.168.122.22'/>",
-              "--live",
-              "--config",
-            ).status,
-            0,
-          );
+          handDeleteDnsHost("192.168.122.22");
         },
         resource: /libvirt-dns-hosts/,
         property: /records/,

@@ -74,7 +74,6 @@ export function registration(
     nodeIp: spec.ip,
     cluster,
     roles: [...spec.roles],
-    roleFlags: spec.roles.map((r) => `--${r}`),
     connection: { host: spec.ip, port: 22, user: "root", hostKey: HOST_KEY },
     sshPrivateKey: "key",
     registrationCommand: registrationCommand(),
@@ -83,7 +82,6 @@ export function registration(
     caChecksum: CA_CHECKSUM,
     rancherHost: RANCHER_HOST,
     script: "register-node.sh",
-    waitForUnit: "rancher-system-agent",
     timeoutSeconds: 900,
     pollSeconds: 10,
   };

@@ -1,3 +1,4 @@
+import * as assert from "assert/strict";
 /** Access to the running lab for the real and e2e tiers, which run inside its operator namespace. */
 import { spawnSync } from "child_process";
 import * as fs from "fs";
@@ -88,6 +89,28 @@ export function virsh(...args: string[]): Ran {
     "qemu:///system",
     ...args,
   ]);
+}
+
+/** Deletes the network's DNS record for an address by hand (by IP: a hostname matches them all). */
+export function handDeleteDnsHost(ip: string): void {
+  const xml = `<host ip='${ip}'/>`;
+  const r = virsh("net-update", "default", "delete", "dns-host", xml, "--live", "--config");
+  assert.equal(r.status, 0, r.stderr);
+}
+
+/** Adds a DNS record to the network by hand. */
+export function handAddDnsHost(ip: string, hostname: string): void {
+  const xml = `<host ip='${ip}'><hostname>${hostname}</hostname></host>`;
+  const r = virsh("net-update", "default", "add-last", "dns-host", xml, "--live", "--config");
+  assert.equal(r.status, 0, r.stderr);
+}
+
+/** The A records the libvirt host's dnsmasq gives for a name. */
+export function digA(name: string): string[] {
+  return run("dig", ["+short", "+time=2", "+tries=1", "@192.168.122.1", name])
+    .stdout.split("\n")
+    .filter(Boolean)
+    .sort();
 }
 
 /** The systemctl double's record of a unit on a node. */

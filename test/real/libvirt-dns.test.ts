@@ -4,7 +4,7 @@ import { libvirtDnsProvider, LibvirtDnsState } from "../../components/libvirt-dn
 import { componentFile } from "../../components/assets";
 import { dnsHostRecords } from "../../components/libvirt-dns/render";
 import * as path from "path";
-import { kvmConnection, lab, run, virsh } from "./lab";
+import { digA, handAddDnsHost, handDeleteDnsHost, kvmConnection, lab, virsh } from "./lab";
 
 const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
 
@@ -20,27 +20,6 @@ function desired(records: Record<string, string[]>, network = "default"): Libvir
   };
 }
 
-function digA(name: string): string[] {
-  const r = run("dig", ["+short", "+time=2", "+tries=1", "@192.168.122.1", name]);
-  return r.stdout.split("\n").filter(Boolean).sort();
-}
-
-function handDelete(ip: string) {
-  assert.equal(
-    virsh("net-update", "default", "delete", "dns-host", `<host ip='${ip}'/>`, "--live", "--config")
-      .status,
-    0,
-  );
-}
-
-function handAdd(ip: string, hostname: string) {
-  const xml = `<host ip='${ip}'><hostname>${hostname}</hostname></host>`;
-  assert.equal(
-    virsh("net-update", "default", "add-last", "dns-host", xml, "--live", "--config").status,
-    0,
-  );
-}
-
 describe("libvirt DNS records (real libvirtd + dnsmasq over SSH)", function () {
   this.timeout(120000);
   const provider = libvirtDnsProvider;
@@ -54,7 +33,7 @@ describe("libvirt DNS records (real libvirtd + dnsmasq over SSH)", function () {
 
   it("restores a record removed by hand, and refresh sees the removal first", async () => {
     const state = desired(records);
-    handDelete("192.168.122.21");
+    handDeleteDnsHost("192.168.122.21");
     assert.deepEqual(digA("ai-ear.cn"), ["192.168.122.20", "192.168.122.22"]);
     const read = await provider.read!("id", state);
     const observed = read.props as LibvirtDnsState;
@@ -70,8 +49,8 @@ describe("libvirt DNS records (real libvirtd + dnsmasq over SSH)", function () {
   });
 
   it("repairs a record whose hostname was changed by hand, deleting it by IP", async () => {
-    handDelete("192.168.122.22");
-    handAdd("192.168.122.22", "wrong.example");
+    handDeleteDnsHost("192.168.122.22");
+    handAddDnsHost("192.168.122.22", "wrong.example");
     const state = desired(records);
     const observed = (await provider.read!("id", state)).props as LibvirtDnsState;
     assert.deepEqual(observed.records.find((r) => r.ip === "192.168.122.22")?.hostnames, [
@@ -83,7 +62,7 @@ describe("libvirt DNS records (real libvirtd + dnsmasq over SSH)", function () {
   });
 
   it("leaves records it does not own alone, even when they share the hostname", async () => {
-    handAdd("192.168.122.50", "ai-ear.cn");
+    handAddDnsHost("192.168.122.50", "ai-ear.cn");
     try {
       const state = desired(records);
       const read = (await provider.read!("id", state)).props as LibvirtDnsState;
@@ -95,7 +74,7 @@ describe("libvirt DNS records (real libvirtd + dnsmasq over SSH)", function () {
       await provider.delete!("id", again.outs);
       assert.deepEqual(digA("ai-ear.cn"), ["192.168.122.50"]);
     } finally {
-      handDelete("192.168.122.50");
+      handDeleteDnsHost("192.168.122.50");
       await provider.create!(desired(records));
     }
     assert.deepEqual(digA("ai-ear.cn"), SERVERS);

@@ -6,7 +6,6 @@
  */
 import * as assert from "assert/strict";
 import * as fs from "fs";
-import * as https from "https";
 import * as path from "path";
 import { componentFile } from "../../components/assets";
 import {
@@ -18,7 +17,11 @@ import {
   nodeRegistrationProvider,
 } from "../../components/rancher-cluster/provider";
 import { pinnedTarget } from "../../components/ssh/run-script";
+import { rancherApi } from "../lab/rancher-standin/api-client";
 import {
+  digA,
+  handAddDnsHost,
+  handDeleteDnsHost,
   inNamespace,
   lab,
   LAB_DIR,
@@ -26,7 +29,6 @@ import {
   nodeConnection,
   nodeFile,
   unitState,
-  virsh,
 } from "./lab";
 
 const CA = fs.readFileSync(path.join(LAB_DIR, "rancher", "ca.pem"), "utf8");
@@ -37,32 +39,9 @@ const WORKER = { octet: 30, name: "sza122030.local", roles: ["worker"] };
 const ALLOW_HTTPS = ["INPUT", "-p", "tcp", "--dport", "443", "-j", "ACCEPT"];
 
 /** A call to the Rancher stand-in's API on .20, verified against the lab CA. */
-function rancherApi(
-  method: string,
-  route: string,
-  body?: unknown,
-): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      {
-        host: "192.168.122.20",
-        port: 443,
-        servername: "ai-ear.cn",
-        path: route,
-        method,
-        ca: CA,
-        headers: { authorization: `Bearer ${API_TOKEN}`, "content-type": "application/json" },
-        timeout: 10000,
-      },
-      (res) => {
-        let text = "";
-        res.on("data", (c: Buffer) => (text += c.toString()));
-        res.on("end", () => resolve(JSON.parse(text || "{}") as Record<string, unknown>));
-      },
-    );
-    req.on("error", reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
+async function rancherApiCall(method: string, route: string, body?: unknown) {
+  const target = { apiUrl: SERVER, ca: CA, token: API_TOKEN, connectTo: "192.168.122.20" };
+  return (await rancherApi(target, method, route, body)).json;
 }
 
 describe("Rancher node registration over SSH (Rancher stand-in)", function () {
@@ -78,8 +57,6 @@ describe("Rancher node registration over SSH (Rancher stand-in)", function () {
     nodeIp: `192.168.122.${node.octet}`,
     cluster: "seed000",
     roles: node.roles,
-    roleFlags: node.roles.map((r) => `--${r}`),
-    step: node === FIRST ? "first" : "worker",
     connection: pinnedTarget(nodeConnection(node.octet)),
     sshPrivateKey: nodeConnection(node.octet).privateKey,
     registrationCommand: rancherNodeCommand({
@@ -97,7 +74,6 @@ describe("Rancher node registration over SSH (Rancher stand-in)", function () {
       path.join(__dirname, "../../components/rancher-cluster"),
       "register-node.sh",
     ),
-    waitForUnit: node === FIRST ? "rke2-server" : "rke2-agent",
     timeoutSeconds: 30,
     pollSeconds: 1,
     ...overrides,
@@ -108,16 +84,12 @@ describe("Rancher node registration over SSH (Rancher stand-in)", function () {
       assert.equal(lab("reset-node", String(node.octet)).status, 0);
     // Rancher's name on the libvirt network, and Rancher's port open on .20 whatever state the
     // other tests left its firewall in.
-    const xml = "<host ip='192.168.122.20'><hostname>ai-ear.cn</hostname></host>";
-    if (!virsh("net-dumpxml", "default").stdout.includes("<hostname>ai-ear.cn</hostname>")) {
-      assert.equal(
-        virsh("net-update", "default", "add-last", "dns-host", xml, "--live", "--config").status,
-        0,
-      );
+    if (!digA("ai-ear.cn").includes("192.168.122.20")) {
+      handAddDnsHost("192.168.122.20", "ai-ear.cn");
       addedRecord = true;
     }
     assert.equal(inNamespace(labNs("n20"), ["iptables", "-I", ...ALLOW_HTTPS]).status, 0);
-    cluster = (await rancherApi("POST", "/v3/clusters", {
+    cluster = (await rancherApiCall("POST", "/v3/clusters", {
       name: `seed000-${Date.now()}`,
     })) as typeof cluster;
     assert.match(cluster.id, /^c-m-/);
@@ -125,16 +97,7 @@ describe("Rancher node registration over SSH (Rancher stand-in)", function () {
 
   after(() => {
     inNamespace(labNs("n20"), ["iptables", "-D", ...ALLOW_HTTPS]);
-    if (addedRecord)
-      virsh(
-        "net-update",
-        "default",
-        "delete",
-        "dns-host",
-        "<host ip='192.168.122.20'/>",
-        "--live",
-        "--config",
-      );
+    if (addedRecord) handDeleteDnsHost("192.168.122.20");
     for (const node of [FIRST, WORKER]) lab("reset-node", String(node.octet));
   });
 
@@ -172,7 +135,7 @@ describe("Rancher node registration over SSH (Rancher stand-in)", function () {
     const result = await nodeRegistrationProvider.create!(state(FIRST));
     assert.equal((result.outs as NodeRegistrationState).registered, true);
     assert.equal(unitState(FIRST.octet, "rke2-server.service").active, true);
-    const view = await rancherApi("GET", `/v3/clusters/${cluster.id}`);
+    const view = await rancherApiCall("GET", `/v3/clusters/${cluster.id}`);
     assert.equal(view.state, "active");
     // The node trusts Rancher's CA from the stack: the agent's calls verify the certificate.
     assert.equal(

@@ -7,6 +7,8 @@ import {
   redact,
   registrationCommandProblem,
   registrationPlan,
+  rke2UnitFor,
+  roleFlags,
   tokenOf,
 } from "../../components/rancher-cluster/registration";
 import { labModel } from "./fixtures";
@@ -28,12 +30,26 @@ describe("Rancher registration", () => {
     it("registers the etcd + control-plane node first and the worker last, whatever the stack order", () => {
       const plan = registrationPlan([...uat1].reverse());
       assert.deepEqual(
-        plan.map((p) => [p.node.name, p.step, p.roleFlags.join(" ")]),
+        plan.map((p) => [
+          p.node.name,
+          p.step,
+          roleFlags(p.node.roles).join(" "),
+          rke2UnitFor(p.node.roles),
+        ]),
         [
-          ["sza122031.local", "first", "--etcd --controlplane"],
-          ["sza122030.local", "worker", "--worker"],
+          ["sza122031.local", "first", "--etcd --controlplane", "rke2-server"],
+          ["sza122030.local", "worker", "--worker", "rke2-agent"],
         ],
       );
+    });
+
+    it("appends role flags in Rancher's order whatever order the stack lists roles in", () => {
+      assert.deepEqual(roleFlags(["worker", "controlplane", "etcd"]), [
+        "--etcd",
+        "--controlplane",
+        "--worker",
+      ]);
+      assert.equal(rke2UnitFor(["controlplane"]), "rke2-server");
     });
 
     it("refuses a cluster without a node carrying both etcd and controlplane", () => {

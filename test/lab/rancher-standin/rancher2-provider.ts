@@ -9,8 +9,8 @@
  *   - rancher2:index/clusterSync:ClusterSync: waits (bounded) until the cluster is active.
  * It runs as `pulumi-resource-rancher2` from test/lab/rancher-standin on PATH.
  */
-import * as https from "https";
 import * as pulumi from "@pulumi/pulumi";
+import { rancherApi, RancherApiReply } from "./api-client";
 import {
   rancherCaChecksum,
   rancherNodeCommand,
@@ -72,40 +72,11 @@ function captureConfigure(): void {
   };
 }
 
-function api(
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; json: Record<string, unknown> }> {
+/** The stand-in's API, reached with the provider's configuration. */
+function api(method: string, route: string, body?: unknown): Promise<RancherApiReply> {
   if (!config.apiUrl) throw new Error("rancher2 stand-in: apiUrl is not configured");
-  const url = new URL(path, config.apiUrl);
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      url,
-      {
-        method,
-        ca: config.caCerts || undefined,
-        headers: {
-          authorization: `Bearer ${config.tokenKey ?? ""}`,
-          "content-type": "application/json",
-        },
-        timeout: 15000,
-      },
-      (res) => {
-        let text = "";
-        res.on("data", (c: Buffer) => (text += c.toString()));
-        res.on("end", () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            json: text ? (JSON.parse(text) as Record<string, unknown>) : {},
-          }),
-        );
-      },
-    );
-    req.on("error", reject);
-    req.on("timeout", () => req.destroy(new Error(`${method} ${url.href} timed out`)));
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
+  const target = { apiUrl: config.apiUrl, ca: config.caCerts ?? "", token: config.tokenKey ?? "" };
+  return rancherApi(target, method, route, body);
 }
 
 function expectOk(r: { status: number; json: Record<string, unknown> }, what: string) {
