@@ -1,17 +1,18 @@
 #!/bin/bash
-# Prints the etcd member list of the cluster this server belongs to, one member per line:
-# "<id>, <status>, <name>, <peer urls>, <client urls>, <is learner>". Uses etcdctl when it is
-# installed (RKE2's etcd client certificates when present), else etcdctl inside RKE2's etcd
-# container through crictl, as an operator would by hand (seed 003).
+# Prints etcd's member list as seen by the etcd member on this server, as JSON
+# (`etcdctl member list -w json`), and fails when it cannot be read. Uses etcdctl when
+# it is installed (with RKE2's etcd client certificates when present), else etcdctl inside
+# RKE2's etcd container through crictl, as an operator would by hand (seed 003).
 set -euo pipefail
 
 TLS=/var/lib/rancher/rke2/server/tls/etcd
+LIST=(member list -w json)
 if command -v etcdctl >/dev/null; then
   if [ -f "$TLS/server-client.crt" ]; then
     exec etcdctl --dial-timeout=2s --command-timeout=2s --endpoints https://127.0.0.1:2379 --cacert "$TLS/server-ca.crt" \
-      --cert "$TLS/server-client.crt" --key "$TLS/server-client.key" member list
+      --cert "$TLS/server-client.crt" --key "$TLS/server-client.key" "${LIST[@]}"
   fi
-  exec etcdctl --dial-timeout=2s --command-timeout=2s --endpoints http://127.0.0.1:2379 member list
+  exec etcdctl --dial-timeout=2s --command-timeout=2s --endpoints http://127.0.0.1:2379 "${LIST[@]}"
 fi
 export CONTAINER_RUNTIME_ENDPOINT=unix:///run/k3s/containerd/containerd.sock
 crictl="/var/lib/rancher/rke2/bin/crictl"
@@ -19,4 +20,4 @@ crictl="/var/lib/rancher/rke2/bin/crictl"
 container="$("$crictl" ps --name '^etcd' -q | head -n1)"
 [ -n "$container" ] || { echo "error: no running etcd container on this server" >&2; exit 3; }
 exec "$crictl" exec "$container" etcdctl --cacert "$TLS/server-ca.crt" --cert "$TLS/server-client.crt" \
-  --key "$TLS/server-client.key" member list
+  --key "$TLS/server-client.key" "${LIST[@]}"

@@ -1,27 +1,36 @@
 /**
- * An RKE2 cluster on prepared nodes, servers joined strictly one at a time (seed 003: etcd
- * admits one learner; two servers started together deadlocked). For each server, in order:
+ * An RKE2 cluster on prepared nodes, servers joined and changed strictly one at a time (seed
+ * 003: etcd admits one learner, and a learner that cannot reach its peers never becomes a
+ * voter). For each server, in order:
  *   1. its /etc/rancher/rke2/config.yaml (mode 0600, the token a secret), after its node's
  *      preparation and after the previous server's join gate;
- *   2. RKE2 installed and started (a running voting member is left alone; a server that never
- *      joined has its stale etcd data removed first);
- *   3. the join gate: /readyz, Node Ready, EtcdIsVoter, no learner in etcd.
- * Agents start after the last server's gate, in parallel.
+ *   2. RKE2 on the node (start-plan.ts decides from facts read on the hosts): installed and
+ *      started; upgraded and restarted when the version changed, restarted when config.yaml
+ *      changed; a node found running when first adopted is only verified. etcd data is never
+ *      deleted: the first server bootstraps only when no other server holds etcd data, and a
+ *      joining server's data that no member knows is moved aside, only when it is created;
+ *   3. the join gate: /readyz, Node Ready, EtcdIsVoter, no learner in etcd. It runs again
+ *      after every restart, before the next server's step.
+ * Agents follow the last server's gate (RKE2's upgrade order: servers one at a time, then
+ * agents), in parallel.
  */
+import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
 import { ClusterSettings, NodeSpec } from "../../infra/config/model";
 import { componentFile } from "../assets";
 import { RemoteFile } from "../remote-file";
 import { pinnedTarget } from "../ssh/run-script";
 import { renderRke2AgentConfig, renderRke2ServerConfig } from "./config";
-import { joinGateProvider, nodeStartProvider } from "./provider";
+import { joinGateProvider, nodeStartProvider, ServerRef } from "./provider";
 
 export { renderRke2ServerConfig, renderRke2AgentConfig } from "./config";
-export { membershipOf } from "./provider";
+export { membershipOf, parseMemberList } from "./etcd-members";
 
 export const RKE2_CONFIG_PATH = "/etc/rancher/rke2/config.yaml";
 
 class NodeStartResource extends pulumi.dynamic.Resource {
+  /** When RKE2 was last started or restarted on the node. */
+  declare public readonly startedAt: pulumi.Output<string>;
   constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
     super(nodeStartProvider, name, props, opts, "rke2", "NodeStart");
   }
@@ -73,28 +82,40 @@ export class Rke2Cluster extends pulumi.ComponentResource {
     const startScript = componentFile(__dirname, "rke2-start.sh");
     const gateScript = componentFile(__dirname, "join-gate.sh");
     const membersScript = componentFile(__dirname, "etcd-members.sh");
+    const factsScript = componentFile(__dirname, "rke2-facts.sh");
     const [first] = servers;
+    const ref = (node: NodeSpec): ServerRef => ({
+      node: node.name,
+      connection: pinnedTarget(node.ssh),
+    });
     let previousGate: pulumi.Resource | undefined;
     // Each node's config.yaml: mode 0600, the token a secret, kept when the stack goes away.
     const configFile = (
       node: NodeSpec,
       after: pulumi.Resource[],
       render: (token: string) => string,
-    ) =>
-      new RemoteFile(
+    ) => {
+      const content = token.apply(render);
+      const file = new RemoteFile(
         `${name}-config-${node.name}`,
         {
           hostName: node.name,
           ssh: node.ssh,
           sshPrivateKey: args.sshPrivateKey,
           path: RKE2_CONFIG_PATH,
-          content: token.apply(render),
+          content,
           mode: "0600",
           secretContent: true,
           retainOnDelete: true,
         },
         { parent: this, dependsOn: after },
       );
+      // What the node step compares to decide on a restart; a hash, so the token stays out.
+      const sha256 = pulumi.unsecret(
+        content.apply((text) => crypto.createHash("sha256").update(text).digest("hex")),
+      );
+      return { file, sha256 };
+    };
 
     for (const [i, node] of servers.entries()) {
       const waitFor = args.serverJoin === "sequential" && previousGate ? [previousGate] : [];
@@ -117,13 +138,20 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           connection: pinnedTarget(node.ssh),
           sshPrivateKey: pulumi.secret(args.sshPrivateKey),
           script: startScript,
+          factsScript,
+          membersScript,
           version: cluster.version,
           installCommand: args.installCommand,
-          firstServer: i === 0 ? undefined : pinnedTarget(first.ssh),
-          membersScript,
-          lastChanges: undefined,
+          configSha256: config.sha256,
+          joinsThrough: i === 0 ? undefined : ref(first),
+          peers: i === 0 ? servers.slice(1).map(ref) : undefined,
+          startedAt: undefined,
         },
-        { parent: this, dependsOn: [config, ...after], additionalSecretOutputs: ["sshPrivateKey"] },
+        {
+          parent: this,
+          dependsOn: [config.file, ...after],
+          additionalSecretOutputs: ["sshPrivateKey"],
+        },
       );
       previousGate = new JoinGateResource(
         `${name}-gate-${node.name}`,
@@ -135,6 +163,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           membersScript,
           timeoutSeconds: args.gateTimeoutSeconds,
           pollSeconds: args.gatePollSeconds,
+          serverStartedAt: start.startedAt,
         },
         { parent: this, dependsOn: [start], additionalSecretOutputs: ["sshPrivateKey"] },
       );
@@ -161,12 +190,18 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           connection: pinnedTarget(node.ssh),
           sshPrivateKey: pulumi.secret(args.sshPrivateKey),
           script: startScript,
+          factsScript,
+          membersScript,
           version: cluster.version,
           installCommand: args.installCommand,
-          membersScript,
-          lastChanges: undefined,
+          configSha256: config.sha256,
+          startedAt: undefined,
         },
-        { parent: this, dependsOn: [config, ...after], additionalSecretOutputs: ["sshPrivateKey"] },
+        {
+          parent: this,
+          dependsOn: [config.file, ...after],
+          additionalSecretOutputs: ["sshPrivateKey"],
+        },
       );
     }
     this.registerOutputs({});

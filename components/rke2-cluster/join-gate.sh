@@ -23,7 +23,7 @@ members() {
   local out
   if out="$(bash -c "$MEMBERS_SCRIPT" 2>&1)"; then echo "$out"; else echo "${out##*$'\n'}"; return 1; fi
 }
-# In `member list` output the last column says whether a member is a learner.
+# In `member list -w json` etcd writes "isLearner":true for learners only.
 
 started=$SECONDS
 while :; do
@@ -32,7 +32,7 @@ while :; do
   [ "$(condition Ready)" = "True" ] || missing+=("Node Ready")
   [ "$(condition EtcdIsVoter)" = "True" ] || missing+=("EtcdIsVoter")
   if ! list="$(members)"; then missing+=("etcd member list")
-  elif grep -q ', true$' <<<"$list"; then missing+=("no learner in etcd")
+  elif grep -q '"isLearner":true' <<<"$list"; then missing+=("no learner in etcd")
   fi
   elapsed=$((SECONDS - started))
   if [ "${#missing[@]}" -eq 0 ]; then

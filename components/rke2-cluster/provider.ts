@@ -1,40 +1,25 @@
 /**
- * Dynamic providers for the ordered, one-shot steps of an RKE2 cluster: starting RKE2 on a node
- * and the join gate. Both run one script over SSH; neither undoes anything on delete (RKE2 is
- * never uninstalled and etcd never wiped by Pulumi). `read` reports inputs unchanged: these are
- * actions, and drift on the node itself is node preparation's business.
+ * Dynamic providers for the ordered steps of an RKE2 cluster: RKE2 on a node (installed,
+ * started, upgraded or restarted when its version or config changed) and the join gate. Both
+ * run scripts over SSH. `read` of a node reports what is there (installed version, unit state,
+ * config hash, etcd membership), so refresh shows a stopped server, a hand-edited config.yaml
+ * or a wrong version. Neither undoes anything on delete: RKE2 is never uninstalled and etcd
+ * data never removed by Pulumi.
  */
 import * as pulumi from "@pulumi/pulumi";
 import * as ssh from "../ssh/run-script";
+import { parseMemberList } from "./etcd-members";
+import { decideStart, isMemberList, NodeFacts, parseNodeFacts, StartContext } from "./start-plan";
 
 export type Connection = ssh.PinnedTarget;
 
-export type Membership = "first" | "voter" | "learner" | "none";
-
-/**
- * What etcd's `member list` says of a node: voter, learner, or none. RKE2 names members
- * `<node-name>-<hex>`, and an unstarted learner has no name yet, so a member is also found by
- * its peer URL on the node's address.
- */
-export function membershipOf(
-  memberList: string,
-  nodeName: string,
-  nodeIp: string,
-): Exclude<Membership, "first"> {
-  for (const line of memberList.split("\n")) {
-    const fields = line.split(",").map((f) => f.trim());
-    if (fields.length < 6) continue;
-    const [, , name, peers] = fields;
-    const named = name === nodeName || name.startsWith(`${nodeName}-`);
-    const byPeer = peers
-      .split(/\s+/)
-      .some((u) => u.replace(/^https?:\/\//, "") === `${nodeIp}:2380`);
-    if (named || byPeer) return fields[5] === "true" ? "learner" : "voter";
-  }
-  return "none";
+/** Another server, reached over SSH to read its facts. */
+export interface ServerRef {
+  readonly node: string;
+  readonly connection: Connection;
 }
 
-export interface NodeStartState {
+export interface NodeStartInputs {
   readonly node: string;
   /** The node's address, as etcd's peer URL carries it. */
   readonly nodeIp: string;
@@ -42,71 +27,204 @@ export interface NodeStartState {
   readonly connection: Connection;
   readonly sshPrivateKey: string;
   readonly script: string;
+  readonly factsScript: string;
+  readonly membersScript: string;
   readonly version: string;
   readonly installCommand: string;
-  /** For a joining server: the first server, whose etcd says whether this one is a member. */
-  readonly firstServer?: Connection;
-  readonly membersScript: string;
-  readonly lastChanges?: readonly string[];
+  /** SHA-256 of the config.yaml written for this node. */
+  readonly configSha256: string;
+  /** A joining server: the server whose etcd says whether this one is a member. */
+  readonly joinsThrough?: ServerRef;
+  /** The server listed first: the other servers, checked for etcd data before a bootstrap. */
+  readonly peers?: readonly ServerRef[];
 }
 
-function run(
-  state: { node: string; sshPrivateKey: string },
+export interface NodeStartState extends NodeStartInputs {
+  /** As found: release of the rke2 binary ("none" when absent). */
+  readonly installedVersion: string;
+  readonly active: boolean;
+  /** Servers, as found: voter, learner, none, or why it could not be read. */
+  readonly membership: string;
+  /** When this step last started or restarted RKE2; the join gate runs again when it changes. */
+  readonly startedAt: string;
+  readonly lastChanges: readonly string[];
+}
+
+/** Process-local bounds of one host script (ms). */
+const FACTS_TIMEOUT_MS = 60000;
+const START_TIMEOUT_MS = 900000;
+
+function runOn(
   target: Connection,
+  label: string,
+  privateKey: string,
   script: string,
   params: Record<string, string>,
   timeoutMs: number,
 ) {
-  return ssh.runHostScript(target, state.sshPrivateKey, script, {
-    label: `node ${state.node}`,
+  return ssh.runHostScript(target, privateKey, script, {
+    label,
     params,
     timeoutMs,
     log: (line) => pulumi.log.info(line),
   });
 }
 
-async function startNode(state: NodeStartState): Promise<NodeStartState> {
-  let membership: Membership = "first";
-  if (state.role === "server" && state.firstServer) {
-    const list = await run(state, state.firstServer, state.membersScript, {}, 60000);
-    membership = membershipOf(list.stdout, state.node, state.nodeIp);
-  }
-  const result = await run(
-    state,
-    state.connection,
-    state.script,
-    {
-      ROLE: state.role,
-      VERSION: state.version,
-      INSTALL_COMMAND: state.installCommand,
-      MEMBERSHIP: membership,
-    },
-    900000,
+async function factsOf(
+  inputs: NodeStartInputs,
+  target: Connection,
+  node: string,
+  role: "server" | "agent",
+): Promise<NodeFacts> {
+  const result = await runOn(
+    target,
+    `node ${node}`,
+    inputs.sshPrivateKey,
+    inputs.factsScript,
+    { ROLE: role, MEMBERS_SCRIPT: inputs.membersScript },
+    FACTS_TIMEOUT_MS,
   );
-  return { ...state, lastChanges: ssh.changedLines(result) };
+  return parseNodeFacts(result.stdout, node, role);
+}
+
+function membershipText(facts: NodeFacts, inputs: NodeStartInputs, decided?: string): string {
+  if (inputs.role === "agent") return "agent";
+  if (decided) return decided;
+  const list = facts.ownMembers;
+  if (!isMemberList(list)) return `unreadable: ${list.error}`;
+  const me = list.members.find((m) => m.id === list.readFrom);
+  return me?.isLearner ? "learner" : "voter";
+}
+
+/** The state as found on the host, keeping the inputs. */
+async function observe(inputs: NodeStartInputs, startedAt: string, lastChanges: readonly string[]) {
+  const facts = await factsOf(inputs, inputs.connection, inputs.node, inputs.role);
+  const state: NodeStartState = {
+    ...inputs,
+    configSha256: facts.configSha256,
+    installedVersion: facts.version,
+    active: facts.active,
+    membership: membershipText(facts, inputs),
+    startedAt,
+    lastChanges,
+  };
+  return state;
+}
+
+async function applyStart(
+  operation: "create" | "update",
+  inputs: NodeStartInputs,
+  olds?: NodeStartState,
+): Promise<NodeStartState> {
+  const label = `node ${inputs.node}`;
+  const facts = await factsOf(inputs, inputs.connection, inputs.node, inputs.role);
+  let joinsThrough: StartContext["joinsThrough"];
+  let peersWithData: string[] | undefined;
+  if (inputs.role === "server" && inputs.joinsThrough) {
+    const through = inputs.joinsThrough;
+    const list = await runOn(
+      through.connection,
+      `node ${through.node}`,
+      inputs.sshPrivateKey,
+      inputs.membersScript,
+      {},
+      FACTS_TIMEOUT_MS,
+    );
+    joinsThrough = { node: through.node, members: parseMemberList(list.stdout, through.node) };
+  } else if (inputs.role === "server" && !facts.etcdData) {
+    peersWithData = [];
+    for (const peer of inputs.peers ?? []) {
+      if ((await factsOf(inputs, peer.connection, peer.node, "server")).etcdData)
+        peersWithData.push(peer.node);
+    }
+  }
+  const decision = decideStart({
+    node: inputs.node,
+    nodeIp: inputs.nodeIp,
+    role: inputs.role,
+    operation,
+    desired: { version: inputs.version, configSha256: inputs.configSha256 },
+    previous: olds && {
+      version: olds.installedVersion ?? olds.version,
+      configSha256: olds.configSha256,
+    },
+    facts,
+    joinsThrough,
+    peersWithData,
+  });
+  for (const reason of decision.reasons) pulumi.log.info(`${label}: ${reason}`);
+  const result = await runOn(
+    inputs.connection,
+    label,
+    inputs.sshPrivateKey,
+    inputs.script,
+    {
+      ROLE: inputs.role,
+      VERSION: inputs.version,
+      INSTALL: decision.install ? "yes" : "no",
+      INSTALL_COMMAND: inputs.installCommand,
+      MOVE_STALE: decision.moveStale ? "yes" : "no",
+      ACTION: decision.action,
+      CONFIG_SHA256: inputs.configSha256,
+    },
+    START_TIMEOUT_MS,
+  );
+  const changes = ssh.changedLines(result);
+  const startedAt =
+    changes.length > 0 || !olds?.startedAt ? new Date().toISOString() : olds.startedAt;
+  const state = await observe(inputs, startedAt, changes);
+  // Right after a start the node's own etcd may not answer yet; keep what the cluster said.
+  return state.membership.startsWith("unreadable") && decision.membership
+    ? { ...state, membership: decision.membership }
+    : state;
+}
+
+/** Inputs whose change re-runs the step without, by itself, restarting anything. */
+const PLAIN_INPUTS = [
+  "role",
+  "nodeIp",
+  "connection",
+  "sshPrivateKey",
+  "script",
+  "factsScript",
+  "membersScript",
+  "installCommand",
+  "joinsThrough",
+  "peers",
+] as const;
+
+/**
+ * Why a node's step must run again: its version or config changed (it restarts), or refresh
+ * found it stopped, at another version, with another config or not a voting member.
+ */
+export function nodeStartChanges(olds: NodeStartState, news: NodeStartInputs): string[] {
+  const why: string[] = [];
+  if ((olds.installedVersion ?? olds.version) !== news.version) why.push("version");
+  if (olds.configSha256 !== news.configSha256) why.push("configSha256");
+  if (olds.active === false) why.push("active");
+  if (news.role === "server" && olds.membership !== undefined && olds.membership !== "voter")
+    why.push("membership");
+  for (const key of PLAIN_INPUTS)
+    if (JSON.stringify(olds[key]) !== JSON.stringify(news[key])) why.push(key);
+  return why;
 }
 
 export const nodeStartProvider: pulumi.dynamic.ResourceProvider = {
-  async diff(_id: string, olds: NodeStartState, news: NodeStartState) {
-    const keys = ["version", "installCommand", "script", "role", "sshPrivateKey"] as const;
+  async diff(_id: string, olds: NodeStartState, news: NodeStartInputs) {
+    const why = nodeStartChanges(olds, news);
     return {
-      changes: ssh.inputsDiffer(olds, news, [
-        ...keys,
-        "membersScript",
-        "nodeIp",
-        "connection",
-        "firstServer",
-      ]),
+      changes: why.length > 0,
+      detailedDiff: Object.fromEntries(why.map((k) => [k, { kind: "update" as const }])),
     };
   },
-  async create(inputs: NodeStartState) {
-    return { id: `${inputs.node}/rke2-${inputs.role}`, outs: await startNode(inputs) };
+  async create(inputs: NodeStartInputs) {
+    return { id: `${inputs.node}/rke2-${inputs.role}`, outs: await applyStart("create", inputs) };
   },
   async read(id: string, props: NodeStartState) {
-    return { id, props };
+    return { id, props: await observe(props, props.startedAt, props.lastChanges ?? []) };
   },
-  async update(_id: string, _olds: NodeStartState, news: NodeStartState) {
-    return { outs: await startNode(news) };
+  async update(_id: string, olds: NodeStartState, news: NodeStartInputs) {
+    return { outs: await applyStart("update", news, olds) };
   },
   // RKE2 stays installed and etcd keeps its data: deleting this resource changes nothing.
   async delete() {},
@@ -120,12 +238,15 @@ export interface JoinGateState {
   readonly membersScript: string;
   readonly timeoutSeconds: number;
   readonly pollSeconds: number;
+  /** The server's last start or restart: the gate runs again after each. */
+  readonly serverStartedAt: string;
 }
 
 async function gate(state: JoinGateState): Promise<void> {
-  await run(
-    state,
+  await runOn(
     state.connection,
+    `node ${state.node}`,
+    state.sshPrivateKey,
     state.script,
     {
       NODE_NAME: state.node,
@@ -145,8 +266,10 @@ export const joinGateProvider: pulumi.dynamic.ResourceProvider = {
       "sshPrivateKey",
       "timeoutSeconds",
       "pollSeconds",
+      "connection",
+      "serverStartedAt",
     ] as const;
-    return { changes: ssh.inputsDiffer(olds, news, [...keys, "connection"]) };
+    return { changes: ssh.inputsDiffer(olds, news, [...keys]) };
   },
   async create(inputs: JoinGateState) {
     await gate(inputs);
