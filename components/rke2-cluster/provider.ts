@@ -97,7 +97,11 @@ function membershipText(facts: NodeFacts, inputs: NodeStartInputs, decided?: str
 }
 
 /** The state as found on the host, keeping the inputs. */
-async function observe(inputs: NodeStartInputs, startedAt: string, lastChanges: readonly string[]) {
+export async function observeNode(
+  inputs: NodeStartInputs,
+  startedAt: string,
+  lastChanges: readonly string[],
+) {
   const facts = await factsOf(inputs, inputs.connection, inputs.node, inputs.role);
   const state: NodeStartState = {
     ...inputs,
@@ -111,7 +115,8 @@ async function observe(inputs: NodeStartInputs, startedAt: string, lastChanges: 
   return state;
 }
 
-async function applyStart(
+/** One node step as create or update run it; exported for the lab tier. */
+export async function startOnNode(
   operation: "create" | "update",
   inputs: NodeStartInputs,
   olds?: NodeStartState,
@@ -172,7 +177,7 @@ async function applyStart(
   const changes = ssh.changedLines(result);
   const startedAt =
     changes.length > 0 || !olds?.startedAt ? new Date().toISOString() : olds.startedAt;
-  const state = await observe(inputs, startedAt, changes);
+  const state = await observeNode(inputs, startedAt, changes);
   // Right after a start the node's own etcd may not answer yet; keep what the cluster said.
   return state.membership.startsWith("unreadable") && decision.membership
     ? { ...state, membership: decision.membership }
@@ -218,13 +223,13 @@ export const nodeStartProvider: pulumi.dynamic.ResourceProvider = {
     };
   },
   async create(inputs: NodeStartInputs) {
-    return { id: `${inputs.node}/rke2-${inputs.role}`, outs: await applyStart("create", inputs) };
+    return { id: `${inputs.node}/rke2-${inputs.role}`, outs: await startOnNode("create", inputs) };
   },
   async read(id: string, props: NodeStartState) {
-    return { id, props: await observe(props, props.startedAt, props.lastChanges ?? []) };
+    return { id, props: await observeNode(props, props.startedAt, props.lastChanges ?? []) };
   },
   async update(_id: string, olds: NodeStartState, news: NodeStartInputs) {
-    return { outs: await applyStart("update", news, olds) };
+    return { outs: await startOnNode("update", news, olds) };
   },
   // RKE2 stays installed and etcd keeps its data: deleting this resource changes nothing.
   async delete() {},

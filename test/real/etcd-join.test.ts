@@ -1,20 +1,34 @@
 /**
  * The join order and gate against real etcd (Debian's etcd-server) in lab nodes .30 and .31,
- * which the e2e stack does not join: the learner limit, the gate waiting for promotion, the
- * gate's timeout report, and the stale-db rule of the start script.
+ * which the e2e stack does not join: the node step's etcd data rules (through the RKE2 stand-in,
+ * whose etcd is real), the learner limit, the gate waiting for promotion and its timeout report.
  */
 import * as assert from "assert/strict";
 import { ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { componentFile } from "../../components/assets";
-import { runScript } from "../../components/ssh/run-script";
-import { inNamespace, lab, LAB_DIR, labNs, nodeConnection, nodeFile, REPO, unitState } from "./lab";
+import * as crypto from "crypto";
+import { membershipOf, parseMemberList } from "../../components/rke2-cluster/etcd-members";
+import { NodeStartInputs, startOnNode } from "../../components/rke2-cluster/provider";
+import { PinnedTarget, pinnedTarget, runScript } from "../../components/ssh/run-script";
+import {
+  inNamespace,
+  lab,
+  LAB_DIR,
+  labNs,
+  nodeConnection,
+  nodeFile,
+  operatorKey,
+  REPO,
+  unitState,
+} from "./lab";
 
 const RKE2 = path.join(__dirname, "../../components/rke2-cluster");
 const startScript = componentFile(RKE2, "rke2-start.sh");
 const gateScript = componentFile(RKE2, "join-gate.sh");
 const membersScript = componentFile(RKE2, "etcd-members.sh");
+const factsScript = componentFile(RKE2, "rke2-facts.sh");
 const INSTALL = `bash ${path.join(REPO, "test", "lab", "rke2-standin", "install.sh")}`;
 
 const A = { octet: 30, name: "sza122030.local", ip: "192.168.122.30" };
@@ -40,7 +54,8 @@ function startEtcd(node: typeof A, extra: string[]): ChildProcess {
       labNs(`n${node.octet}`),
       "etcd",
       "--name",
-      node.name,
+      // As RKE2 names members: <node-name>-<8 hex>.
+      `${node.name}-0000${node.octet}aa`,
       "--data-dir",
       data,
       "--listen-client-urls",
@@ -72,27 +87,64 @@ const memberLine = (ip: string) =>
     .stdout.split("\n")
     .find((l) => l.includes(`http://${ip}:2380`));
 
-function writeConfig(node: typeof A, server?: string) {
+function writeConfig(node: typeof A, server?: string): string {
   const file = nodeFile(node.octet, "/etc/rancher/rke2/config.yaml");
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(
-    file,
-    `${server ? `server: https://${server}:9345\n` : ""}node-name: ${node.name}\nnode-ip: ${node.ip}\n`,
-  );
+  const text = `${server ? `server: https://${server}:9345\n` : ""}node-name: ${node.name}\nnode-ip: ${node.ip}\n`;
+  fs.writeFileSync(file, text);
+  return crypto.createHash("sha256").update(text).digest("hex");
 }
 
-/** An installer that only registers the unit: the rule under test is the script's, not RKE2's. */
-const UNIT_ONLY_INSTALL = "mkdir -p /var/lib/systemctl-double/units/rke2-server.service";
-
-async function start(node: typeof A, membership: string) {
-  return runScript(nodeConnection(node.octet), startScript, {
-    params: {
-      ROLE: "server",
-      VERSION: "v1.35.6+rke2r1",
-      INSTALL_COMMAND: UNIT_ONLY_INSTALL,
-      MEMBERSHIP: membership,
+/** The inputs of a node step for a lab node, as the component builds them. */
+function stepInputs(
+  node: typeof A,
+  configSha256: string,
+  place: { joinsThrough?: typeof A; peers?: (typeof A)[] },
+  members = membersScript,
+): NodeStartInputs {
+  const target = (n: typeof A): PinnedTarget => pinnedTarget(nodeConnection(n.octet));
+  return {
+    node: node.name,
+    nodeIp: node.ip,
+    role: "server",
+    connection: target(node),
+    sshPrivateKey: operatorKey(),
+    script: startScript,
+    factsScript,
+    membersScript: members,
+    version: "v1.35.7+rke2r1",
+    installCommand: INSTALL,
+    configSha256,
+    joinsThrough: place.joinsThrough && {
+      node: place.joinsThrough.name,
+      connection: target(place.joinsThrough),
     },
-  });
+    peers: place.peers?.map((p) => ({ node: p.name, connection: target(p) })),
+  };
+}
+
+/** Every file under a directory with its content: what "keeps every byte" compares. */
+function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile())
+        out[path.relative(dir, p)] = crypto
+          .createHash("sha256")
+          .update(fs.readFileSync(p))
+          .digest("hex");
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+const dbOf = (node: typeof A) => nodeFile(node.octet, "/var/lib/rancher/rke2/server/db");
+
+async function stopRke2(node: typeof A) {
+  await runScript(nodeConnection(node.octet), "systemctl stop rke2-server.service || true");
 }
 
 describe("RKE2 join against real etcd", function () {
@@ -109,39 +161,129 @@ describe("RKE2 join against real etcd", function () {
       inNamespace(labNs(`n${node.octet}`), ["pkill", "-f", `etcd --name ${node.name}`]);
   });
 
-  describe("the stale-db rule of the start script", () => {
-    const db = nodeFile(B.octet, "/var/lib/rancher/rke2/server/db");
-    beforeEach(() => {
-      writeConfig(B, A.ip);
-      fs.mkdirSync(db, { recursive: true });
-      fs.writeFileSync(path.join(db, "marker"), "etcd data of an earlier attempt");
+  describe("etcd data is never lost (node step against the RKE2 stand-in's real etcd)", () => {
+    // .30's etcd runs throughout, so its files are compared by name: none may go.
+    let aData: string[];
+    const aFiles = () => Object.keys(snapshot(dbOf(A))).sort();
+    before(async () => {
+      for (const node of [A, B]) {
+        await stopRke2(node);
+        fs.rmSync(path.dirname(dbOf(node)), { recursive: true, force: true });
+      }
+      // .30 starts a cluster: it is the first server and nobody else holds etcd data.
+      const state = await startOnNode("create", stepInputs(A, writeConfig(A), { peers: [B] }));
+      assert.deepEqual([state.active, state.installedVersion], [true, "v1.35.7+rke2r1"]);
+      await until("etcd on .30", () => etcdctl("endpoint", "health").status === 0);
+      aData = aFiles();
     });
-    afterEach(async () => {
-      await runScript(nodeConnection(B.octet), "systemctl stop rke2-server.service || true");
+    after(async () => {
+      for (const node of [A, B]) await stopRke2(node);
+      for (const node of [A, B])
+        fs.rmSync(path.dirname(dbOf(node)), { recursive: true, force: true });
     });
 
-    it("removes the etcd data of a server that is not a member before starting it", async () => {
-      const r = await start(B, "none");
-      assert.equal(r.exitCode, 0, r.stderr);
-      assert.match(
-        r.stderr,
-        /removed \/var\/lib\/rancher\/rke2\/server\/db of a server that is not an etcd member/,
+    it("names members as RKE2 does, <node-name>-<8 hex>", () => {
+      const list = parseMemberList(etcdctl("member", "list", "-w", "json").stdout, A.name);
+      assert.match(list.members[0].name, /^sza122030\.local-[0-9a-f]{8}$/);
+    });
+
+    it("refuses to bootstrap a server listed first while another server holds etcd data", async () => {
+      // .31 listed first without data (rebuilt, or a new host put first in `nodes`).
+      await assert.rejects(
+        startOnNode("create", stepInputs(B, writeConfig(B), { peers: [A] })),
+        /sza122031\.local is listed first and holds no etcd data.*sza122030\.local already holds etcd data\. Nothing was changed\. List sza122030\.local first/,
       );
-      assert.ok(!fs.existsSync(path.join(db, "marker")));
+      assert.equal(unitState(B.octet, "rke2-server.service").active, false);
+      assert.deepEqual(aFiles(), aData);
     });
 
-    it("never touches a member's etcd data", async () => {
-      const r = await start(B, "learner");
-      assert.equal(r.exitCode, 0, r.stderr);
-      assert.ok(fs.existsSync(path.join(db, "marker")));
+    const unreadable: [string, string][] = [
+      ["an empty member list", "true"],
+      ["a garbled member list", "echo '{\"header\":'"],
+      ["the table output", "etcdctl --endpoints http://127.0.0.1:2379 member list"],
+    ];
+    for (const [what, script] of unreadable) {
+      it(`stops with the host named on ${what}, touching no data`, async () => {
+        fs.mkdirSync(path.join(dbOf(B), "etcd", "member"), { recursive: true });
+        fs.writeFileSync(path.join(dbOf(B), "etcd", "member", "marker"), "stale");
+        try {
+          const before = snapshot(dbOf(B));
+          await assert.rejects(
+            startOnNode(
+              "create",
+              stepInputs(B, writeConfig(B, A.ip), { joinsThrough: A }, `${script}\n`),
+            ),
+            /cannot read etcd's member list on sza122030\.local: .*Nothing was changed/,
+          );
+          assert.deepEqual(snapshot(dbOf(B)), before);
+          assert.deepEqual(aFiles(), aData);
+        } finally {
+          fs.rmSync(dbOf(B), { recursive: true, force: true });
+        }
+      });
+    }
+
+    it("on update, refuses to touch a joining server's data that the cluster does not list", async () => {
+      fs.mkdirSync(path.join(dbOf(B), "etcd", "member"), { recursive: true });
+      fs.writeFileSync(path.join(dbOf(B), "etcd", "member", "marker"), "stale");
+      const inputs = stepInputs(B, writeConfig(B, A.ip), { joinsThrough: A });
+      const before = snapshot(dbOf(B));
+      await assert.rejects(
+        startOnNode("update", inputs, {
+          ...inputs,
+          installedVersion: "none",
+          active: false,
+          membership: "none",
+          startedAt: "",
+          lastChanges: [],
+        }),
+        /sza122031\.local holds etcd data .* Nothing was changed: etcd data is moved aside only when a joining server is first created/,
+      );
+      assert.deepEqual(snapshot(dbOf(B)), before);
     });
 
-    it("leaves a running voting member alone: no restart", async () => {
-      await start(B, "learner");
+    it("moves a never-joined server's stale data aside on create, and it joins", async () => {
+      // The marker is still in .31's db from the previous case: data of an earlier attempt.
+      const state = await startOnNode(
+        "create",
+        stepInputs(B, writeConfig(B, A.ip), { joinsThrough: A }),
+      );
+      assert.match(
+        state.lastChanges.join("\n"),
+        /moved etcd data .* from \/var\/lib\/rancher\/rke2\/server\/db to \/var\/lib\/rancher\/rke2\/server\/db\.stale-\d{8}T\d{6}Z/,
+      );
+      const aside = fs
+        .readdirSync(path.dirname(dbOf(B)))
+        .filter((d) => /^db\.stale-\d{8}T\d{6}Z$/.test(d));
+      assert.equal(aside.length, 1);
+      assert.equal(
+        fs.readFileSync(
+          path.join(path.dirname(dbOf(B)), aside[0], "etcd", "member", "marker"),
+          "utf8",
+        ),
+        "stale",
+      );
+      await until(
+        ".31 to be a voting member",
+        () =>
+          membershipOf(
+            parseMemberList(etcdctl("member", "list", "-w", "json").stdout, A.name),
+            B.name,
+            B.ip,
+          ) === "voter",
+        90000,
+      );
+    });
+
+    it("adopts a running voter without a restart, and read reports it as found", async () => {
+      const inputs = stepInputs(B, writeConfig(B, A.ip), { joinsThrough: A });
       const before = unitState(B.octet, "rke2-server.service").history.length;
-      const r = await start(B, "voter");
-      assert.match(r.stderr, /voting etcd member; left as it is/);
+      const state = await startOnNode("create", inputs);
       assert.equal(unitState(B.octet, "rke2-server.service").history.length, before);
+      assert.deepEqual(
+        [state.active, state.membership, state.installedVersion],
+        [true, "voter", "v1.35.7+rke2r1"],
+      );
     });
   });
 
@@ -164,7 +306,10 @@ describe("RKE2 join against real etcd", function () {
       }
       // Node A: the stand-in kubectl and a config naming it, as an installed first server has.
       writeConfig(A);
-      const installed = await runScript(nodeConnection(A.octet), `${INSTALL}`);
+      const installed = await runScript(
+        nodeConnection(A.octet),
+        `INSTALL_RKE2_VERSION=v1.35.7+rke2r1 ${INSTALL}`,
+      );
       assert.equal(installed.exitCode, 0, installed.stderr);
       processes.push(
         startEtcd(A, [
@@ -285,7 +430,7 @@ describe("RKE2 join against real etcd", function () {
         assert.equal(r.exitCode, 1);
         assert.match(
           r.stderr,
-          /error: join gate for sza122030\.local timed out after \d+s; missing: no learner in etcd; member list: .*http:\/\/192\.168\.122\.43:2380, , true/,
+          /error: join gate for sza122030\.local timed out after \d+s; missing: no learner in etcd; member list: .*"peerURLs":\["http:\/\/192\.168\.122\.43:2380"\],"isLearner":true/,
         );
         assert.match(r.stderr, /conditions: .*EtcdIsVoter/);
       } finally {
