@@ -11,7 +11,11 @@ import {
   renderChartValuesYaml,
 } from "../components/cluster-dns/values";
 import { dnsHostRecords, renderDnsHostXml } from "../components/libvirt-dns/render";
-import { renderRke2ServerConfig } from "../components/rke2-cluster/config";
+import {
+  registrationAddressOf,
+  renderRke2AgentConfig,
+  renderRke2ServerConfig,
+} from "../components/rke2-cluster/config";
 import { componentFile } from "../components/assets";
 import { nodeScriptParams } from "../components/node-preparation/provider";
 import { renderUnmanagedDevicesConfig } from "../components/node-preparation/render";
@@ -22,12 +26,14 @@ import {
   ClusterSettings,
   DownstreamClusterSpec,
   EnvironmentModel,
+  MANAGEMENT_CLUSTER,
   serversOf,
 } from "./config/model";
 
 export type ArtifactKind =
   | "libvirt-dns-host-xml"
   | "rke2-server-config"
+  | "rke2-agent-config"
   | "coredns-chart-values"
   | "coredns-corefile"
   | "nodelocal-corefile"
@@ -84,6 +90,7 @@ export function renderArtifacts(model: EnvironmentModel): Artifact[] {
   }
 
   const servers = serversOf(model);
+  const kubeletArgs = dnsKubeletArgs(model.dns, model.management);
   servers.forEach((node, i) => {
     artifacts.push({
       kind: "rke2-server-config",
@@ -93,13 +100,34 @@ export function renderArtifacts(model: EnvironmentModel): Artifact[] {
       content: renderRke2ServerConfig({
         cluster: model.management,
         node,
-        joinAddress: i === 0 ? undefined : servers[0].ip,
+        joinAddress: i === 0 ? undefined : registrationAddressOf(model.management, servers[0]),
         token: REDACTED,
-        kubeletArgs: dnsKubeletArgs(model.dns, model.management),
+        kubeletArgs,
       }),
       mode: 0o600,
     });
   });
+  const agents = model.nodes.filter(
+    (n) => n.cluster === MANAGEMENT_CLUSTER && n.roles.includes("agent"),
+  );
+  if (servers.length > 0) {
+    for (const node of agents) {
+      artifacts.push({
+        kind: "rke2-agent-config",
+        target: node.name,
+        cluster: model.management.name,
+        path: `rke2/${node.name}/config.yaml`,
+        content: renderRke2AgentConfig({
+          cluster: model.management,
+          node,
+          serverAddress: registrationAddressOf(model.management, servers[0]),
+          token: REDACTED,
+          kubeletArgs,
+        }),
+        mode: 0o600,
+      });
+    }
+  }
 
   const clusters: ClusterSettings[] = [
     model.management,

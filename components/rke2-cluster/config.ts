@@ -1,10 +1,32 @@
 import * as YAML from "yaml";
 import { ClusterSettings, NodeSpec } from "../../infra/config/model";
 
+/**
+ * Where joining servers and agents register (`server: https://<it>:9345`): the stack's fixed
+ * registration address when it has one, otherwise the first server's IP. The first server's own
+ * IP needs no tls-san entry (it is in its certificate already); a registration address does.
+ * rancher/rke2-docs@9477b7b1:docs/install/ha.md ("Configure the Fixed Registration Address";
+ * tls-san "to avoid certificate errors with the fixed registration address");
+ * rancher/rke2-docs@9477b7b1:docs/reference/server_config.md (tls-san adds "additional" names;
+ * tls-san-security refuses names not associated with the apiserver service, server nodes or
+ * tls-san).
+ */
+export function registrationAddressOf(cluster: ClusterSettings, firstServer: NodeSpec): string {
+  return cluster.registrationAddress ?? firstServer.ip;
+}
+
+/** The registration address when the stack sets one and tls-san does not list it. */
+export function registrationAddressMissingFromTlsSan(cluster: ClusterSettings): string | undefined {
+  const address = cluster.registrationAddress;
+  if (address === undefined) return undefined;
+  const listed = cluster.tlsSan.some((san) => san.toLowerCase() === address.toLowerCase());
+  return listed ? undefined : address;
+}
+
 export interface Rke2ServerConfigInput {
   readonly cluster: ClusterSettings;
   readonly node: NodeSpec;
-  /** The first server's address; absent for the first server itself. */
+  /** The registration address (registrationAddressOf); absent for the first server itself. */
   readonly joinAddress?: string;
   /** The join token, or a redaction marker when rendering for review. */
   readonly token: string;
@@ -42,6 +64,7 @@ export function renderRke2ServerConfig(input: Rke2ServerConfigInput): string {
   config["node-name"] = node.name;
   config["node-ip"] = node.ip;
   Object.assign(config, clusterWideRke2Settings(cluster, input.kubeletArgs));
+  // A server flag only; agents get the registry from the server (see renderRke2AgentConfig).
   if (cluster.privateRegistry !== undefined)
     config["system-default-registry"] = cluster.privateRegistry;
   config["etcd-snapshot-schedule-cron"] = cluster.etcdSnapshot.scheduleCron;
@@ -50,14 +73,25 @@ export function renderRke2ServerConfig(input: Rke2ServerConfigInput): string {
 }
 
 export interface Rke2AgentConfigInput {
+  readonly cluster: ClusterSettings;
   readonly node: NodeSpec;
+  /** The registration address (registrationAddressOf). */
   readonly serverAddress: string;
+  /** The join token, or a redaction marker when rendering for review. */
   readonly token: string;
   readonly kubeletArgs?: readonly string[];
-  readonly privateRegistry?: string;
 }
 
-/** Renders /etc/rancher/rke2/config.yaml for an agent. */
+/**
+ * Renders /etc/rancher/rke2/config.yaml for an agent. Keys follow `rke2 agent --help`
+ * (rancher/rke2@v1.35.6+rke2r1:pkg/cli/cmds/agent.go):
+ * - `kube-proxy-arg` is an agent flag: each node's kube-proxy takes it from that node's own
+ *   config, so an agent needs proxy-mode=ipvs as the servers have it.
+ * - `system-default-registry` is not: it is hidden there as "(deprecated) This flag is no longer
+ *   supported on agents"; on an agent it is a no-op and the registry comes from the server when
+ *   the agent bootstraps (rancher/rke2@v1.35.6+rke2r1:pkg/rke2/rke2_linux.go, initExecutor;
+ *   rancher/rke2@v1.35.6+rke2r1:pkg/executor/staticpod/staticpod.go, Bootstrap).
+ */
 export function renderRke2AgentConfig(input: Rke2AgentConfigInput): string {
   const config: Record<string, unknown> = {
     server: `https://${input.serverAddress}:9345`,
@@ -65,9 +99,8 @@ export function renderRke2AgentConfig(input: Rke2AgentConfigInput): string {
     "node-name": input.node.name,
     "node-ip": input.node.ip,
   };
+  if (input.cluster.kubeProxyMode === "ipvs") config["kube-proxy-arg"] = ["proxy-mode=ipvs"];
   if (input.kubeletArgs && input.kubeletArgs.length > 0)
     config["kubelet-arg"] = [...input.kubeletArgs];
-  if (input.privateRegistry !== undefined)
-    config["system-default-registry"] = input.privateRegistry;
   return YAML.stringify(config);
 }

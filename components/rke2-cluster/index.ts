@@ -20,7 +20,12 @@ import { ClusterSettings, NodeSpec } from "../../infra/config/model";
 import { componentFile } from "../assets";
 import { RemoteFile } from "../remote-file";
 import { pinnedTarget } from "../ssh/run-script";
-import { renderRke2AgentConfig, renderRke2ServerConfig } from "./config";
+import {
+  registrationAddressMissingFromTlsSan,
+  registrationAddressOf,
+  renderRke2AgentConfig,
+  renderRke2ServerConfig,
+} from "./config";
 import { joinGateProvider, nodeStartProvider, ServerRef } from "./provider";
 
 export { renderRke2ServerConfig, renderRke2AgentConfig } from "./config";
@@ -71,10 +76,10 @@ export class Rke2Cluster extends pulumi.ComponentResource {
     const { cluster, servers } = args;
     if (servers.length === 0)
       throw new pulumi.ResourceError(`cluster ${cluster.name} has no server to start.`, this);
-    const missingSan = servers.filter((s) => !cluster.tlsSan.includes(s.ip));
-    if (missingSan.length > 0) {
+    const missingSan = registrationAddressMissingFromTlsSan(cluster);
+    if (missingSan !== undefined) {
       throw new pulumi.ResourceError(
-        `tls-san of ${cluster.name} lacks ${missingSan.map((s) => s.ip).join(", ")}; joining servers could not verify the API certificate.`,
+        `tls-san of ${cluster.name} lacks its registration address ${missingSan}; joining servers and agents could not verify the servers' certificate.`,
         this,
       );
     }
@@ -124,7 +129,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
         renderRke2ServerConfig({
           cluster,
           node,
-          joinAddress: i === 0 ? undefined : first.ip,
+          joinAddress: i === 0 ? undefined : registrationAddressOf(cluster, first),
           token: t,
           kubeletArgs: args.kubeletArgs,
         }),
@@ -174,11 +179,11 @@ export class Rke2Cluster extends pulumi.ComponentResource {
       const after = [...(args.prerequisites.get(node.name) ?? []), previousGate!];
       const config = configFile(node, after, (t) =>
         renderRke2AgentConfig({
+          cluster,
           node,
-          serverAddress: first.ip,
+          serverAddress: registrationAddressOf(cluster, first),
           token: t,
           kubeletArgs: args.kubeletArgs,
-          privateRegistry: cluster.privateRegistry,
         }),
       );
       new NodeStartResource(

@@ -50,7 +50,17 @@ export interface ClusterSettings {
   readonly clusterDnsIp: string;
   readonly clusterDomain: string;
   readonly kubeProxyMode: KubeProxyMode;
+  /**
+   * Extra names and addresses in the servers' certificate. Each server adds its own addresses
+   * itself; a fixed registration address must be listed here.
+   */
   readonly tlsSan: readonly string[];
+  /**
+   * The fixed registration address (a VIP or DNS name in front of the servers) that joining
+   * servers and agents use as `server: https://<it>:9345`. Unset: the first server's IP.
+   * Management cluster only; Rancher registers downstream nodes itself.
+   */
+  readonly registrationAddress?: string;
   /** host:port of the private registry, used as system-default-registry. */
   readonly privateRegistry?: string;
   readonly etcdSnapshot: EtcdSnapshotSettings;

@@ -84,7 +84,8 @@ export function validateEnvironment(
   const deploy = readDeploy(r, v.deploy);
 
   checkNetworks(r, libvirt, clusters);
-  checkServers(r, nodes, management, Array.isArray(v.nodes) && nodes.length === v.nodes.length);
+  checkServers(r, nodes, Array.isArray(v.nodes) && nodes.length === v.nodes.length);
+  checkRegistrationAddress(r, management, nodes);
   checkDownstreamMembership(r, nodes, rancher);
   checkDnsAgainstNetworks(r, dns, libvirt, clusters, nodes);
   checkSecrets(r, raw, options, nodes, rancher, management);
@@ -244,6 +245,7 @@ function readClusterSettings(
       r.problem(`${path}.tlsSan[${i}]`, `"${san}" is neither an IPv4 address nor a DNS name.`);
     return ok;
   });
+  const registrationAddress = readRegistrationAddress(r, o.registrationAddress, path, name);
   const privateRegistry = r.string(o.privateRegistry, `${path}.privateRegistry`);
   if (privateRegistry !== undefined && !/^[A-Za-z0-9.-]+(:\d{1,5})?$/.test(privateRegistry)) {
     r.problem(
@@ -286,6 +288,7 @@ function readClusterSettings(
     clusterDomain: clusterDomain ?? "cluster.local",
     kubeProxyMode: r.oneOf(o.kubeProxyMode, `${path}.kubeProxyMode`, PROXY_MODES, "iptables"),
     tlsSan,
+    registrationAddress,
     privateRegistry,
     etcdSnapshot: { scheduleCron, retention },
     nodePortRange,
@@ -315,6 +318,36 @@ function readClusterSettings(
       "serverManifest",
     ),
   };
+}
+
+/** `<path>.registrationAddress`: an IPv4 address or a DNS name, for the management cluster only. */
+function readRegistrationAddress(
+  r: ConfigReader,
+  value: unknown,
+  path: string,
+  cluster: string,
+): string | undefined {
+  if (value === undefined) return undefined;
+  const key = `${path}.registrationAddress`;
+  if (cluster !== MANAGEMENT_CLUSTER) {
+    r.problem(
+      key,
+      "applies to the management cluster only; Rancher registers downstream nodes itself. Remove it.",
+    );
+    return undefined;
+  }
+  const s = r.string(value, key);
+  if (s === undefined) return undefined;
+  // A name whose last label is all digits is a mistyped address, not a DNS name.
+  const dnsName = isHostname(s) && !/(^|\.)\d+$/.test(s);
+  if (!isIpv4(s) && !dnsName) {
+    r.problem(
+      key,
+      `"${s}" is neither an IPv4 address nor a DNS name; set the VIP or DNS name in front of the servers, e.g. 192.168.122.100 or rke2.example.com.`,
+    );
+    return undefined;
+  }
+  return s.toLowerCase();
 }
 
 function readRancher(r: ConfigReader, value: unknown): RancherSettings | undefined {
@@ -585,12 +618,7 @@ function checkNetworks(
   });
 }
 
-function checkServers(
-  r: ConfigReader,
-  nodes: NodeSpec[],
-  management: ClusterSettings,
-  allNodesRead: boolean,
-): void {
+function checkServers(r: ConfigReader, nodes: NodeSpec[], allNodesRead: boolean): void {
   // Counting is only meaningful when every entry was read; a broken entry is reported on its own.
   if (!allNodesRead) return;
   const servers = nodes.filter(
@@ -608,13 +636,31 @@ function checkServers(
       `has ${servers.length} servers; etcd needs an odd number of members to keep quorum.`,
     );
   }
-  for (const server of servers) {
-    if (!management.tlsSan.includes(server.ip)) {
-      r.problem(
-        "rke2.tlsSan",
-        `does not list server ${server.name} (${server.ip}); add it or clients and joining servers addressing it cannot verify the API certificate.`,
-      );
-    }
+}
+
+/**
+ * A fixed registration address must be in tls-san: joining servers and agents check the
+ * servers' certificate for it. Each server's own addresses need no entry (RKE2 adds them).
+ */
+function checkRegistrationAddress(
+  r: ConfigReader,
+  management: ClusterSettings,
+  nodes: NodeSpec[],
+): void {
+  const address = management.registrationAddress;
+  if (address === undefined) return;
+  const node = nodes.find((n) => n.cluster === MANAGEMENT_CLUSTER && n.ip === address);
+  if (node) {
+    r.problem(
+      "rke2.registrationAddress",
+      `${address} is the address of node ${node.name}, and a server cannot join through itself; set a VIP or DNS name in front of the servers, or remove the key to join through the first server.`,
+    );
+  }
+  if (!management.tlsSan.some((san) => san.toLowerCase() === address)) {
+    r.problem(
+      "rke2.tlsSan",
+      `does not list ${r.key("rke2.registrationAddress")} ${address}; add "${address}" to rke2.tlsSan, or joining servers and agents that register through it cannot verify the servers' certificate.`,
+    );
   }
 }
 

@@ -18,7 +18,7 @@ import { rancherNodesRegisterAfterFirstSync } from "./rancher-nodes-register-aft
 import { rancherRecordsCoverManagementServers } from "./rancher-records-cover-management-servers";
 import { rancherRegistrationVerifiesCa } from "./rancher-registration-verifies-ca";
 import { rancherSingleCorednsConfig } from "./rancher-single-coredns-config";
-import { rke2ServerInTlsSan } from "./rke2-server-in-tls-san";
+import { rke2RegistrationAddressInTlsSan } from "./rke2-registration-address-in-tls-san";
 import { rke2ServersJoinOneAtATime } from "./rke2-servers-join-one-at-a-time";
 import { rke2TokenKeptSecret } from "./rke2-token-kept-secret";
 import { sshHostKeyPinned } from "./ssh-host-key-pinned";
@@ -31,7 +31,7 @@ export const allPolicies: Policy[] = [
   cniDevicesUnmanaged,
   nodePreparedBeforeClusterJoin,
   rke2ServersJoinOneAtATime,
-  rke2ServerInTlsSan,
+  rke2RegistrationAddressInTlsSan,
   rke2TokenKeptSecret,
   libvirtDnsRecordInSubnet,
   libvirtRecordOutsideNeutralizedDomain,

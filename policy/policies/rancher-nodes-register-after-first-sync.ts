@@ -49,7 +49,8 @@ export const rancherNodesRegisterAfterFirstSync: StackValidationPolicy = {
         reportViolation(
           `${nodeOf(a)} and ${nodeOf(b)} (etcd/controlplane) may register into ${cluster} at the same time: ` +
             "RKE2 servers must join one at a time, because etcd admits one learner and a second join beside it " +
-            "fails with 'too many learner members in cluster' (seed 003). Make each wait for the previous one's ClusterSync.",
+            "retries on 'too many learner members in cluster' for as long as the first is a learner, forever when it " +
+            "never catches up (seed 003). Make each wait for the previous one's ClusterSync.",
           b.urn,
         );
       }

@@ -13,10 +13,13 @@ export const rke2ServersJoinOneAtATime: StackValidationPolicy = {
     );
     for (const [a, b] of unorderedPairs(starts)) {
       const host = (r: typeof a) => String(objectProp(r.props, "connection")?.host ?? r.name);
+      // A joining server retries on etcd's "too many learner members in cluster" (k3s-io/k3s#7000,
+      // fixed by k3s-io/k3s#7351), so the second join waits for as long as the first is a learner.
       reportViolation(
         `servers ${host(a)} and ${host(b)} may start at the same time: etcd admits one learner at a time, so the ` +
-          "second join fails with 'too many learner members in cluster' and the cluster can deadlock (seed 003). " +
-          "Make each server wait for the previous server's join gate.",
+          "second retries on 'too many learner members in cluster' for as long as the first is a learner, and forever " +
+          "when the first never catches up (seed 003: a REJECT rule blocked etcd's peer port 2380). Make each server " +
+          "wait for the previous server's join gate, which shows a stuck learner and starts no further join.",
         b.urn,
       );
     }

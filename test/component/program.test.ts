@@ -222,6 +222,45 @@ describe("program (Pulumi mocks)", function () {
       assert.equal(find("management-start-sza122025.local").inputs.role, "agent");
     });
 
+    it("join servers and agents through the stack's registration address", async () => {
+      const agent = {
+        ...model.nodes[0],
+        name: "sza122025.local",
+        ip: "192.168.122.25",
+        roles: ["agent" as const],
+      };
+      agent.ssh = { ...agent.ssh, host: agent.ip };
+      const management = {
+        ...model.management,
+        registrationAddress: "rke2.ai-ear.cn",
+        tlsSan: ["rke2.ai-ear.cn"],
+      };
+      const recorded = await record({ ...model, management, nodes: [...model.nodes, agent] });
+      const serverOf = (host: string) => {
+        const file = recorded.find(
+          (r) =>
+            r.type === "pulumi-nodejs:dynamic/host:File" &&
+            r.inputs.path === "/etc/rancher/rke2/config.yaml" &&
+            (r.inputs.connection as { host?: string } | undefined)?.host === host,
+        );
+        assert.ok(file, `no config.yaml for ${host}`);
+        const content = (file.inputs.content as { value: string }).value;
+        return (YAML.parse(content) as { server?: string }).server;
+      };
+      assert.deepEqual(
+        [20, 21, 22, 25].map((octet) => serverOf(`192.168.122.${octet}`)),
+        [undefined, ...Array<string>(3).fill("https://rke2.ai-ear.cn:9345")],
+      );
+    });
+
+    it("refuse a registration address that tls-san does not list", async () => {
+      const management = { ...model.management, registrationAddress: "rke2.ai-ear.cn" };
+      await assert.rejects(
+        record({ ...model, management }),
+        /tls-san of management lacks its registration address rke2\.ai-ear\.cn/,
+      );
+    });
+
     it("keep the token out of plain inputs: each config.yaml content is a secret", () => {
       const configs = ofType("pulumi-nodejs:dynamic/host:File").filter(
         (r) => r.inputs.path === "/etc/rancher/rke2/config.yaml",

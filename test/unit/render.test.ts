@@ -47,6 +47,39 @@ describe("offline render of the lab stack", () => {
     );
   });
 
+  it("joins servers through the registration address when the stack sets one", () => {
+    const raw = setAt(labRawConfig(), "rke2.registrationAddress", "rke2.ai-ear.cn");
+    setAt(raw, "rke2.tlsSan", ["rke2.ai-ear.cn"]);
+    const servers = ofKind(renderArtifacts(labModel(raw)), "rke2-server-config").map(
+      (a) => YAML.parse(a.content) as { server?: string; "tls-san"?: string[] },
+    );
+    assert.deepEqual(
+      servers.map((s) => s.server),
+      [undefined, "https://rke2.ai-ear.cn:9345", "https://rke2.ai-ear.cn:9345"],
+    );
+    for (const s of servers) assert.deepEqual(s["tls-san"], ["rke2.ai-ear.cn"]);
+  });
+
+  it("writes no agent config when the stack has no agents", () => {
+    assert.deepEqual(ofKind(artifacts, "rke2-agent-config"), []);
+  });
+
+  it("writes an owner-only agent config for each management agent, token redacted", () => {
+    const raw = labRawConfig();
+    const nodes = raw.values.nodes as Record<string, unknown>[];
+    nodes.push({ ...nodes[0], name: "sza122025.local", ip: "192.168.122.25", role: "agent" });
+    const agents = ofKind(renderArtifacts(labModel(raw)), "rke2-agent-config");
+    assert.deepEqual(
+      agents.map((a) => [a.target, a.path, a.mode]),
+      [["sza122025.local", "rke2/sza122025.local/config.yaml", 0o600]],
+    );
+    const config = YAML.parse(agents[0].content) as Record<string, unknown>;
+    assert.equal(config.server, "https://192.168.122.20:9345");
+    assert.equal(config.token, REDACTED);
+    assert.deepEqual(config["kube-proxy-arg"], ["proxy-mode=ipvs"]);
+    assert.ok(!("system-default-registry" in config));
+  });
+
   it("writes a CoreDNS Corefile for every cluster", () => {
     assert.deepEqual(
       ofKind(artifacts, "coredns-corefile").map((a) => a.path),

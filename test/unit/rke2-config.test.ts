@@ -2,17 +2,29 @@ import * as assert from "assert/strict";
 import * as YAML from "yaml";
 import { ClusterSettings, serversOf } from "../../infra/config/model";
 import {
+  registrationAddressMissingFromTlsSan,
+  registrationAddressOf,
+  renderRke2AgentConfig,
   renderRke2ServerConfig,
+  Rke2AgentConfigInput,
   Rke2ServerConfigInput,
 } from "../../components/rke2-cluster/config";
 import { labModel } from "./fixtures";
 
 const TOKEN = "K10test-join-token::server:0123456789abcdef";
 
-function parseConfig(input: Rke2ServerConfigInput): Record<string, unknown> {
-  const parsed: unknown = YAML.parse(renderRke2ServerConfig(input));
+function parseYaml(text: string): Record<string, unknown> {
+  const parsed: unknown = YAML.parse(text);
   assert.ok(typeof parsed === "object" && parsed !== null && !Array.isArray(parsed));
   return parsed as Record<string, unknown>;
+}
+
+function parseConfig(input: Rke2ServerConfigInput): Record<string, unknown> {
+  return parseYaml(renderRke2ServerConfig(input));
+}
+
+function parseAgentConfig(input: Rke2AgentConfigInput): Record<string, unknown> {
+  return parseYaml(renderRke2AgentConfig(input));
 }
 
 describe("RKE2 server config.yaml", () => {
@@ -41,8 +53,13 @@ describe("RKE2 server config.yaml", () => {
     assert.equal(joinConfig.token, TOKEN);
   });
 
-  it("lists every server address in tls-san", () => {
+  it("writes the stack's tls-san as it is", () => {
     assert.deepEqual(joinConfig["tls-san"], ["192.168.122.20", "192.168.122.21", "192.168.122.22"]);
+  });
+
+  it("writes no tls-san when the stack lists none", () => {
+    const cluster: ClusterSettings = { ...model.management, tlsSan: [] };
+    assert.ok(!("tls-san" in parseConfig({ cluster, node: first, token: TOKEN })));
   });
 
   it("sets the stack's pod and service networks and the kube-dns address", () => {
@@ -106,5 +123,85 @@ describe("RKE2 server config.yaml", () => {
   it("keeps a token with YAML-special characters intact", () => {
     const token = "K10abc::server:#not-a-comment: 'x' \"y\"";
     assert.equal(parseConfig({ cluster: model.management, node: first, token }).token, token);
+  });
+});
+
+describe("RKE2 registration address", () => {
+  const model = labModel();
+  const [first] = serversOf(model);
+
+  it("is the first server's address when the stack sets no registration address", () => {
+    assert.equal(registrationAddressOf(model.management, first), "192.168.122.20");
+  });
+
+  it("is the stack's registration address when it sets one", () => {
+    const cluster: ClusterSettings = { ...model.management, registrationAddress: "rke2.ai-ear.cn" };
+    assert.equal(registrationAddressOf(cluster, first), "rke2.ai-ear.cn");
+  });
+
+  it("needs no tls-san entry for the first server's own address", () => {
+    const cluster: ClusterSettings = { ...model.management, tlsSan: [] };
+    assert.equal(registrationAddressMissingFromTlsSan(cluster), undefined);
+  });
+
+  it("names a registration address that tls-san does not list", () => {
+    const cluster: ClusterSettings = {
+      ...model.management,
+      registrationAddress: "192.168.122.100",
+    };
+    assert.equal(registrationAddressMissingFromTlsSan(cluster), "192.168.122.100");
+  });
+
+  it("accepts a registration address listed in tls-san in another letter case", () => {
+    const cluster: ClusterSettings = {
+      ...model.management,
+      registrationAddress: "rke2.ai-ear.cn",
+      tlsSan: ["RKE2.ai-ear.cn"],
+    };
+    assert.equal(registrationAddressMissingFromTlsSan(cluster), undefined);
+  });
+});
+
+describe("RKE2 agent config.yaml", () => {
+  const model = labModel();
+  const agent = { ...serversOf(model)[0], name: "sza122025.local", ip: "192.168.122.25" };
+  const agentConfig = parseAgentConfig({
+    cluster: model.management,
+    node: agent,
+    serverAddress: "192.168.122.20",
+    token: TOKEN,
+  });
+
+  it("registers through the given address's supervisor port 9345 with the token", () => {
+    assert.equal(agentConfig.server, "https://192.168.122.20:9345");
+    assert.equal(agentConfig.token, TOKEN);
+    assert.equal(agentConfig["node-name"], "sza122025.local");
+    assert.equal(agentConfig["node-ip"], "192.168.122.25");
+  });
+
+  it("runs the agent's kube-proxy in IPVS mode when the stack asks for it", () => {
+    assert.deepEqual(agentConfig["kube-proxy-arg"], ["proxy-mode=ipvs"]);
+  });
+
+  it("leaves the agent's kube-proxy at its default in iptables mode", () => {
+    const cluster: ClusterSettings = { ...model.management, kubeProxyMode: "iptables" };
+    const config = parseAgentConfig({ cluster, node: agent, serverAddress: "x", token: TOKEN });
+    assert.ok(!("kube-proxy-arg" in config));
+  });
+
+  it("writes no system-default-registry on an agent, even with a private registry", () => {
+    assert.equal(model.management.privateRegistry, "192.168.122.156:30000");
+    assert.ok(!("system-default-registry" in agentConfig));
+  });
+
+  it("passes kubelet args such as cluster-dns when given", () => {
+    const config = parseAgentConfig({
+      cluster: model.management,
+      node: agent,
+      serverAddress: "192.168.122.20",
+      token: TOKEN,
+      kubeletArgs: ["cluster-dns=169.254.20.10"],
+    });
+    assert.deepEqual(config["kubelet-arg"], ["cluster-dns=169.254.20.10"]);
   });
 });

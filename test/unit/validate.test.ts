@@ -152,13 +152,49 @@ describe("stack config validation", () => {
   });
 
   describe("RKE2 settings", () => {
-    it("requires every server IP in tls-san, naming the missing server", () => {
+    it("accepts a tls-san without the servers' own addresses (RKE2 adds them itself)", () => {
+      assert.deepEqual(problemsOf(labWith("rke2.tlsSan", undefined)), []);
+    });
+
+    it("accepts a registration address that tls-san lists, keeping it in the model", () => {
+      const raw = labWith("rke2.registrationAddress", "RKE2.ai-ear.cn");
+      setAt(raw, "rke2.tlsSan", ["rke2.ai-ear.cn"]);
+      assert.equal(labModel(raw).management.registrationAddress, "rke2.ai-ear.cn");
+    });
+
+    it("requires the registration address in tls-san, naming both keys and what to add", () => {
       const problem = problemAt(
-        problemsOf(labWith("rke2.tlsSan", ["192.168.122.20", "192.168.122.22"])),
+        problemsOf(labWith("rke2.registrationAddress", "192.168.122.100")),
         "rke2.tlsSan",
       );
-      assert.match(problem.message, /server sza122021\.local \(192\.168\.122\.21\)/);
-      assert.match(problem.message, /add it/);
+      assert.match(problem.message, /does not list rke2-remediation:rke2\.registrationAddress/);
+      assert.match(problem.message, /add "192\.168\.122\.100" to rke2\.tlsSan/);
+    });
+
+    it("rejects a registration address that is neither an IPv4 address nor a DNS name", () => {
+      for (const bad of ["192.168.122.300", "https://rke2.ai-ear.cn", "rke2_vip"]) {
+        const raw = labWith("rke2.registrationAddress", bad);
+        setAt(raw, "rke2.tlsSan", [bad]);
+        const problem = problemAt(problemsOf(raw), "rke2.registrationAddress");
+        assert.match(problem.message, /is neither an IPv4 address nor a DNS name/, bad);
+      }
+    });
+
+    it("rejects a registration address that is a node's own address", () => {
+      const raw = labWith("rke2.registrationAddress", "192.168.122.21");
+      const problem = problemAt(problemsOf(raw), "rke2.registrationAddress");
+      assert.match(
+        problem.message,
+        /node sza122021\.local, and a server cannot join through itself/,
+      );
+    });
+
+    it("rejects a registration address on a downstream cluster", () => {
+      const problem = problemAt(
+        problemsOf(labWith("rancher.downstreamClusters[0].registrationAddress", "uat1.ai-ear.cn")),
+        "rancher.downstreamClusters[0].registrationAddress",
+      );
+      assert.match(problem.message, /management cluster only/);
     });
 
     it("rejects a version that is not an RKE2 release and shows the right form", () => {
