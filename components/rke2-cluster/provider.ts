@@ -179,8 +179,8 @@ export async function startOnNode(
     changes.length > 0 || !olds?.startedAt ? new Date().toISOString() : olds.startedAt;
   const state = await observeNode(inputs, startedAt, changes);
   // Right after a start the node's own etcd may not answer yet; keep what the cluster said.
-  return state.membership.startsWith("unreadable") && decision.membership
-    ? { ...state, membership: decision.membership }
+  return state.membership.startsWith("unreadable") && changes.length > 0
+    ? { ...state, membership: decision.membership ?? "starting" }
     : state;
 }
 
@@ -207,7 +207,9 @@ export function nodeStartChanges(olds: NodeStartState, news: NodeStartInputs): s
   if ((olds.installedVersion ?? olds.version) !== news.version) why.push("version");
   if (olds.configSha256 !== news.configSha256) why.push("configSha256");
   if (olds.active === false) why.push("active");
-  if (news.role === "server" && olds.membership !== undefined && olds.membership !== "voter")
+  // A learner is on its way in (the join gate waits for it); a server etcd does not list, or
+  // whose etcd does not answer, has drifted.
+  if (news.role === "server" && /^(none|unreadable)/.test(olds.membership ?? ""))
     why.push("membership");
   for (const key of PLAIN_INPUTS)
     if (JSON.stringify(olds[key]) !== JSON.stringify(news[key])) why.push(key);

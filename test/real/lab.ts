@@ -142,7 +142,10 @@ export function nodeFile(octet: number, file: string): string {
     LAB_DIR,
     "nodes",
     `n${octet}`,
-    file.replace(/^\/etc\//, "etc/").replace(/^\/var\/lib\//, "var-lib/"),
+    file
+      .replace(/^\/etc\//, "etc/")
+      .replace(/^\/var\/lib\//, "var-lib/")
+      .replace(/^\/usr\/local\/bin\//, "usr-local-bin/"),
   );
 }
 
