@@ -34,6 +34,7 @@ export type ArtifactKind =
   | "libvirt-dns-host-xml"
   | "rke2-server-config"
   | "rke2-agent-config"
+  | "rke2-restart-plan"
   | "coredns-chart-values"
   | "coredns-corefile"
   | "nodelocal-corefile"

@@ -8,6 +8,7 @@ import { ConfigValidationError } from "../config/problems";
 import { rawConfigFromStackFile, stackFilePath } from "../config/load";
 import { loadEnvironmentModel } from "../config/validate";
 import { renderArtifacts } from "../render";
+import { restartPlan, RestartPlan } from "../../components/rke2-cluster/restart-plan";
 import { parseFlags } from "./args";
 
 function main(argv: readonly string[]): number {
@@ -26,6 +27,33 @@ function main(argv: readonly string[]): number {
     },
   );
   const artifacts = renderArtifacts(model);
+  // Compared with the plan an earlier render left in the same directory, if any.
+  const planFile = path.join(out, "rke2", "restart-plan.json");
+  const previous = fs.existsSync(planFile)
+    ? (JSON.parse(fs.readFileSync(planFile, "utf8")) as RestartPlan)
+    : undefined;
+  const rke2Configs = artifacts.filter(
+    (a) => a.kind === "rke2-server-config" || a.kind === "rke2-agent-config",
+  );
+  if (rke2Configs.length > 0) {
+    const plan = restartPlan(
+      model.management.name,
+      model.management.version,
+      rke2Configs.map((a) => ({
+        node: a.target,
+        role: a.kind === "rke2-server-config" ? "server" : "agent",
+        config: a.content,
+      })),
+      previous,
+    );
+    artifacts.push({
+      kind: "rke2-restart-plan",
+      target: model.management.name,
+      cluster: model.management.name,
+      path: "rke2/restart-plan.json",
+      content: JSON.stringify(plan, null, 2) + "\n",
+    });
+  }
   for (const artifact of artifacts) {
     const file = path.join(out, artifact.path);
     fs.mkdirSync(path.dirname(file), { recursive: true });
