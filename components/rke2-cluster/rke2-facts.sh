@@ -5,7 +5,8 @@
 #   MEMBERS_SCRIPT  the etcd-members.sh text (servers)
 # Prints key=value lines on stdout:
 #   version=<release of the installed rke2 binary, or none>
-#   active=yes|no               whether rke2-<role>.service runs
+#   unit=yes|no                 whether rke2-<role>.service is installed
+#   active=yes|no               whether it runs
 #   config_sha256=<hex|none>    of /etc/rancher/rke2/config.yaml
 #   etcd_data=yes|no            (servers) whether server/db/etcd/member exists
 #   members=<base64 JSON>       (servers with etcd running) etcd's member list read here, or
@@ -37,6 +38,7 @@ if binary="$(rke2_binary)"; then
 fi
 echo "version=$version"
 
+if systemctl list-unit-files "$UNIT" 2>/dev/null | grep -q "^$UNIT"; then echo "unit=yes"; else echo "unit=no"; fi
 if systemctl is-active --quiet "$UNIT"; then echo "active=yes"; else echo "active=no"; fi
 
 if [ -f "$CONFIG" ]; then
@@ -47,9 +49,12 @@ fi
 
 if [ "$ROLE" = "server" ]; then
   if [ -d "$ETCD_MEMBER_DIR" ]; then echo "etcd_data=yes"; else echo "etcd_data=no"; fi
-  if out="$(bash -c "$MEMBERS_SCRIPT" 2>&1)"; then
+  # The list is stdout only: etcdctl logs its retries as JSON lines on stderr.
+  errors="$(mktemp)"
+  if out="$(bash -c "$MEMBERS_SCRIPT" 2>"$errors")"; then
     echo "members=$(printf '%s' "$out" | base64 -w0)"
   else
-    echo "members_error=$(printf '%s' "${out##*$'\n'}" | tr -d '\r' | head -c 300)"
+    echo "members_error=$(tail -n1 "$errors" | tr -d '\r' | head -c 300)"
   fi
+  rm -f "$errors"
 fi

@@ -34,6 +34,7 @@ installed_version() {
       return 0
     fi
   done
+  return 0
 }
 
 if [ "$INSTALL" = "yes" ]; then
@@ -61,7 +62,7 @@ if [ "$ACTION" != "verify" ]; then
     fail "$CONFIG changed on the host since this step was planned; RKE2 was not (re)started. Re-run pulumi up."
 fi
 
-systemctl enable "$UNIT" >/dev/null 2>&1
+systemctl enable "$UNIT" >/dev/null 2>&1 || fail "cannot enable $UNIT: the unit is not installed; re-run with the installer"
 case "$ACTION" in
   start)
     if systemctl is-active --quiet "$UNIT"; then

@@ -20,6 +20,8 @@ import { EtcdMemberList, Membership, membershipOf, parseMemberList } from "./etc
 export interface NodeFacts {
   /** Release the rke2 binary reports, "none" when absent, "unknown" when unreadable. */
   readonly version: string;
+  /** Whether rke2-<role>.service is installed. */
+  readonly unit: boolean;
   readonly active: boolean;
   /** SHA-256 of /etc/rancher/rke2/config.yaml, "none" when absent. */
   readonly configSha256: string;
@@ -46,17 +48,18 @@ export function parseNodeFacts(stdout: string, host: string, role: "server" | "a
     return value;
   };
   const version = need("version");
+  const unit = need("unit") === "yes";
   const active = need("active") === "yes";
   const configSha256 = need("config_sha256");
   if (role === "agent")
-    return { version, active, configSha256, etcdData: false, ownMembers: { error: "agent" } };
+    return { version, unit, active, configSha256, etcdData: false, ownMembers: { error: "agent" } };
   const etcdData = need("etcd_data") === "yes";
   const encoded = values.get("members");
   const ownMembers =
     encoded !== undefined
       ? parseMemberList(Buffer.from(encoded, "base64").toString("utf8"), host)
       : { error: values.get("members_error") || "etcd did not answer" };
-  return { version, active, configSha256, etcdData, ownMembers };
+  return { version, unit, active, configSha256, etcdData, ownMembers };
 }
 
 export function isMemberList(x: NodeFacts["ownMembers"]): x is EtcdMemberList {
@@ -140,7 +143,7 @@ export function decideStart(ctx: StartContext): StartDecision {
   if (ctx.role === "server" && membership === undefined && isMemberList(facts.ownMembers))
     membership = membershipOf(facts.ownMembers, node, ctx.nodeIp);
 
-  const install = facts.version !== desired.version;
+  const install = facts.version !== desired.version || !facts.unit;
   // Adoption: a node found running when the resource is created is verified, not restarted.
   if (ctx.operation === "create" && facts.active && !moveStale) {
     if (install)
@@ -150,7 +153,9 @@ export function decideStart(ctx: StartContext): StartDecision {
       );
     return { install: false, moveStale, action: "verify", reasons, membership };
   }
-  if (install) reasons.push(`it runs ${facts.version}, the stack asks for ${desired.version}`);
+  if (facts.version !== desired.version)
+    reasons.push(`it runs ${facts.version}, the stack asks for ${desired.version}`);
+  else if (!facts.unit) reasons.push(`rke2-${ctx.role}.service is not installed`);
   const configChanged =
     ctx.operation === "update" && ctx.previous?.configSha256 !== desired.configSha256;
   if (configChanged) reasons.push("its config.yaml changed");

@@ -27,6 +27,7 @@ const NEW_CLUSTER = parseMemberList(
 
 const running: NodeFacts = {
   version: "v1.35.6+rke2r1",
+  unit: true,
   active: true,
   configSha256: "c1",
   etcdData: true,
@@ -34,6 +35,7 @@ const running: NodeFacts = {
 };
 const fresh: NodeFacts = {
   version: "none",
+  unit: false,
   active: false,
   configSha256: "c1",
   etcdData: false,
@@ -158,6 +160,11 @@ describe("RKE2 start decisions: changes are applied, nothing else restarts", () 
     assert.deepEqual([d.install, d.action], [false, "restart"]);
   });
 
+  it("installs again where the binary is present but the unit is not", () => {
+    const d = decideStart({ ...base, facts: { ...running, unit: false, active: false } });
+    assert.deepEqual([d.install, d.action], [true, "start"]);
+  });
+
   it("starts a stopped node", () => {
     const d = decideStart({ ...base, facts: { ...running, active: false } });
     assert.equal(d.action, "start");
@@ -181,7 +188,7 @@ describe("node facts as rke2-facts.sh reports them", () => {
       "base64",
     );
     const f = parseNodeFacts(
-      `version=v1.35.6+rke2r1\nactive=yes\nconfig_sha256=ab12\netcd_data=yes\nmembers=${members}\n`,
+      `version=v1.35.6+rke2r1\nunit=yes\nactive=yes\nconfig_sha256=ab12\netcd_data=yes\nmembers=${members}\n`,
       "sza122020.local",
       "server",
     );
@@ -196,7 +203,7 @@ describe("node facts as rke2-facts.sh reports them", () => {
     assert.throws(
       () =>
         parseNodeFacts(
-          "version=none\nactive=no\nconfig_sha256=none\n",
+          "version=none\nunit=no\nactive=no\nconfig_sha256=none\n",
           "sza122022.local",
           "server",
         ),
@@ -209,7 +216,7 @@ describe("node facts as rke2-facts.sh reports them", () => {
     assert.throws(
       () =>
         parseNodeFacts(
-          `version=none\nactive=yes\nconfig_sha256=none\netcd_data=yes\nmembers=${garbled}\n`,
+          `version=none\nunit=yes\nactive=yes\nconfig_sha256=none\netcd_data=yes\nmembers=${garbled}\n`,
           "sza122022.local",
           "server",
         ),
