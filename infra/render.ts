@@ -1,4 +1,5 @@
 import { renderChartCorefile, renderChartNodeLocalCorefile } from "../components/cluster-dns/chart";
+import { corednsChartOf } from "../components/cluster-dns/chart-releases";
 import {
   dnsEgressNetworkPolicyObject,
   helmChartConfigObject,
@@ -204,7 +205,12 @@ function clusterDnsArtifacts(model: EnvironmentModel, cluster: ClusterSettings):
       ...common,
       kind: "nodelocal-corefile",
       path: `${dir}/Corefile.nodelocal`,
-      content: renderChartNodeLocalCorefile(values.nodelocal, globals),
+      // As the chart of this cluster's release writes it: an old chart leaves the fix's zones out.
+      content: renderChartNodeLocalCorefile(
+        values.nodelocal,
+        globals,
+        corednsChartOf(cluster.version),
+      ),
     });
   }
   for (const namespace of model.dns.policyNamespaces) {

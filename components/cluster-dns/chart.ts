@@ -1,10 +1,13 @@
 import * as YAML from "yaml";
+import { chartReadsKey } from "./known-values";
 
 /**
- * The rke2-coredns chart (1.47.x) values this project sets, and the text the chart renders from
- * them. The rendering follows the chart's templates whitespace for whitespace (configmap.yaml with
- * RKE2's patch, and `nodelocal.corefile.generated` in _helpers.tpl), so what `render` shows is what
- * lands in the ConfigMaps.
+ * The rke2-coredns values this project sets, and the text the chart renders from them. The
+ * rendering follows the chart's templates (templates/configmap.yaml with RKE2's patch for the
+ * CoreDNS Corefile, templates/configmap-nodelocal.yaml for the node-local-dns one), so what
+ * `render` shows is what lands in the ConfigMaps. Both templates read the same in every chart an
+ * RKE2 release in chart-releases.ts ships (1.39.201 to 1.46.201), except that the node-local one
+ * reads `nodelocal.extraClusterDomains` only from 1.46.003 on.
  */
 
 export interface CorednsPlugin {
@@ -44,7 +47,10 @@ export interface ClusterChartGlobals {
   readonly clusterDomain: string;
 }
 
-/** The chart's default `servers` (values.yaml of 1.47.x). */
+/**
+ * The chart's default `servers` (values.yaml from chart 1.45.205 on; earlier charts also list
+ * `cluster.local` in the kubernetes plugin's parameters, which only the no-fix rendering uses).
+ */
 export const DEFAULT_SERVERS: readonly CorednsServer[] = [
   {
     zones: [{ zone: ".", use_tcp: true }],
@@ -143,14 +149,23 @@ export function renderChartConfigMapData(
 }
 
 /**
- * `data.Corefile` of the node-local-dns ConfigMap, as the chart writes it (before the node cache
- * substitutes `__PILLAR__UPSTREAM__SERVERS__` and `__PILLAR__CLUSTER__DNS__` at runtime).
+ * `data.Corefile` of the node-local-dns ConfigMap, as chart version `chart` writes it (before the
+ * node cache substitutes `__PILLAR__UPSTREAM__SERVERS__` and `__PILLAR__CLUSTER__DNS__` at
+ * runtime); without `chart`, as the newest chart does. A chart before 1.46.003 leaves
+ * `extraClusterDomains` out: its template has no such value (rancher/rke2-charts@d83185c93194:
+ * charts/rke2-coredns/rke2-coredns/1.46.002/templates/configmap-nodelocal.yaml), so those zones
+ * fall to the `.:53` block and go to the node's upstream servers.
  */
 export function renderChartNodeLocalCorefile(
   nodelocal: NodeLocalValues,
   globals: ClusterChartGlobals,
+  chart?: string,
 ): string {
   const domain = globals.clusterDomain || "cluster.local";
+  const honoured =
+    chart === undefined || chartReadsKey(chart, "nodelocal.extraClusterDomains")
+      ? (nodelocal.extraClusterDomains ?? [])
+      : [];
   const upstreamBind = nodelocal.ipvs ? "" : globals.clusterDnsIp;
   const bind = `    bind ${nodelocal.ip_address} ${upstreamBind}`;
   const clusterForward = [
@@ -158,7 +173,7 @@ export function renderChartNodeLocalCorefile(
     "            force_tcp",
     "    }",
   ];
-  const extra = (nodelocal.extraClusterDomains ?? []).map((d) => ` ${d}:53`).join("");
+  const extra = honoured.map((d) => ` ${d}:53`).join("");
   const block = (header: string, cache: string[], forward: string[], tail: string[]) => [
     header,
     "    errors",

@@ -13,13 +13,14 @@ import * as pulumi from "@pulumi/pulumi";
 import { ClusterSettings, DnsSettings, NodeSpec } from "../../infra/config/model";
 import { RemoteFile } from "../remote-file";
 import { CorednsChartValues } from "./chart";
+import { RELEASE_TABLE_MODULE } from "./chart-releases";
 import {
   dnsEgressNetworkPolicyObject,
   helmChartConfigObject,
   renderManifests,
   renderRancherChartValues,
 } from "./manifests";
-import { clusterDnsChartValues } from "./values";
+import { clusterDnsChartValues, releaseDnsProblem } from "./values";
 
 export { UpstreamResolverPreflight } from "./preflight";
 
@@ -51,6 +52,20 @@ export class ClusterDns extends pulumi.ComponentResource {
   constructor(name: string, args: ClusterDnsArgs, opts?: pulumi.ComponentResourceOptions) {
     super("rke2remediation:dns:ClusterDns", name, {}, opts);
     const { cluster, dns, delivery } = args;
+    const problem = releaseDnsProblem(dns, cluster);
+    if (problem?.kind === "releaseNotInTable") {
+      throw new pulumi.ResourceError(
+        `RKE2 ${problem.release} is not in the release table (${RELEASE_TABLE_MODULE}); the cluster DNS it runs is unknown.`,
+        this,
+      );
+    }
+    if (problem?.kind === "nodeLocalBypassesFix") {
+      throw new pulumi.ResourceError(
+        `RKE2 ${problem.release} ships rke2-coredns ${problem.chart}, which has no nodelocal.extraClusterDomains; ` +
+          `node-local-dns would send ${problem.zones.join(", ")} past the fix (seed 000).`,
+        this,
+      );
+    }
     this.values = clusterDnsChartValues(dns, cluster);
     this.chartValues = renderRancherChartValues(this.values);
     const helmChartConfig = helmChartConfigObject(this.values, cluster, dns);

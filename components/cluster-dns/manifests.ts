@@ -9,6 +9,8 @@ export const ANNOTATIONS = {
   clusterDnsIp: "rke2-remediation.io/cluster-dns-ip",
   kubeProxyMode: "rke2-remediation.io/kube-proxy-mode",
   kubeletClusterDns: "rke2-remediation.io/kubelet-cluster-dns",
+  /** The RKE2 release, which decides the rke2-coredns chart that renders the values. */
+  rke2Version: "rke2-remediation.io/rke2-version",
 } as const;
 
 /** The address kubelet writes into pods' resolv.conf for these settings. */
@@ -30,6 +32,7 @@ export function helmChartConfigObject(
           [ANNOTATIONS.clusterDnsIp]: cluster.clusterDnsIp,
           [ANNOTATIONS.kubeProxyMode]: cluster.kubeProxyMode,
           [ANNOTATIONS.kubeletClusterDns]: kubeletClusterDns(dns, cluster),
+          [ANNOTATIONS.rke2Version]: cluster.version,
         }
       : undefined;
   return {

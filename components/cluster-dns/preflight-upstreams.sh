@@ -1,7 +1,10 @@
 #!/bin/bash
-# Live preflight for seed 004: CoreDNS's loop plugin, and node-local-dns at start, send a HINFO
-# query for a random name under in-addr.arpa through the forwarders. An upstream that drops such
-# queries makes the cache crash-loop. Each upstream must answer one (any rcode) within 2 s.
+# Live preflight for seed 004: each upstream must answer (any rcode) within 2 s a HINFO query for
+# a random name under in-addr.arpa, the shape of query CoreDNS's loop plugin sends and that
+# 114.114.114.114 left unanswered. A silent upstream does not crash the cache: every lookup
+# forwarded to it waits for the forward timeout. The loop plugin halts CoreDNS only when its own
+# probe comes back to it (a forward path leading back to the cache itself);
+# coredns/coredns@v1.14.7:plugin/loop/setup.go and loop.go.
 # Parameters: UPSTREAMS (space-separated IPs). Prints "<ip> answered <rcode>" or "<ip> silent".
 set -uo pipefail
 

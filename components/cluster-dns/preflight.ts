@@ -1,7 +1,17 @@
 /**
- * Live preflight for seed 004, run from a node: each upstream resolver answers a random-name
- * HINFO query under in-addr.arpa within 2 s, as the loop plugin and node-local-dns require.
- * `read` checks again, so a resolver that went silent shows up on refresh.
+ * Live preflight for seed 004, run from a node: each upstream resolver answers (any rcode) a
+ * random-name HINFO query under in-addr.arpa within 2 s, the shape of query the loop plugin sends
+ * and that 114.114.114.114 left unanswered in seed 004. `read` checks again, so a resolver that
+ * went silent shows up on refresh.
+ *
+ * What a silent resolver does, and what it does not: CoreDNS's loop plugin sends
+ * `<random>.<random>.<zone>` HINFO to its own server block at start and halts CoreDNS only when
+ * it sees that same query come back more than twice, i.e. when a forward path leads back to the
+ * cache itself; a probe that gets no answer is retried for 30 s, then the check turns itself off
+ * (coredns/coredns@v1.14.7:plugin/loop/setup.go, plugin/loop/loop.go). So a silent upstream does
+ * not crash-loop the cache; it makes every lookup that leaves the cluster wait for the forward
+ * timeout. Seed 004's crash-loop was a loop; forward targets that are the cache are refused by
+ * validation (`dns.upstreamResolvers`).
  */
 import * as pulumi from "@pulumi/pulumi";
 import { NodeSpec } from "../../infra/config/model";
@@ -47,7 +57,10 @@ export const upstreamPreflightProvider: pulumi.dynamic.ResourceProvider = {
     if (silent.length > 0) {
       throw new Error(
         `upstream resolver(s) ${silent.join(", ")} did not answer a HINFO query under in-addr.arpa within 2 s ` +
-          `(checked from ${inputs.node}); node-local-dns and CoreDNS's loop plugin crash-loop on such a resolver (seed 004). ` +
+          `(checked from ${inputs.node}). Forwarded to a resolver that stays silent, every lookup that leaves the ` +
+          "cluster waits for the forward timeout before it fails or moves on, as CoreDNS's i/o timeouts to " +
+          "114.114.114.114 showed (seed 004). That is not what crash-loops the cache: the loop plugin stops it " +
+          "only when its own probe comes back to it, a forward path that leads back to the cache itself. " +
           "Use resolvers that answer, and at least two.",
       );
     }
@@ -102,7 +115,8 @@ export class UpstreamResolverPreflight extends pulumi.ComponentResource {
     if (args.upstreams.length < 2) {
       pulumi.log.warn(
         `only one upstream resolver (${args.upstreams.join(", ")}): when it stops answering, as 114.114.114.114 did ` +
-          "for HINFO probes in seed 004, every lookup outside the cluster fails; configure at least two.",
+          "for HINFO probes in seed 004, every lookup outside the cluster waits for its timeout and then fails; " +
+          "configure at least two.",
         this,
       );
     }

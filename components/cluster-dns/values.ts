@@ -1,6 +1,12 @@
 import * as YAML from "yaml";
 import { ClusterSettings, DnsSettings } from "../../infra/config/model";
 import { CorednsChartValues, CorednsPlugin, CorednsServer, DEFAULT_SERVERS } from "./chart";
+import {
+  corednsChartOf,
+  firstReleaseHonouring,
+  minorLineOf,
+  releaseHonours,
+} from "./chart-releases";
 
 /**
  * Builds the rke2-coredns values that fix seed 000 without breaking in-cluster DNS:
@@ -98,6 +104,46 @@ export function dnsKubeletArgs(dns: DnsSettings, cluster: ClusterSettings): stri
   return dns.nodeLocal.enabled && cluster.kubeProxyMode === "ipvs"
     ? [`cluster-dns=${dns.nodeLocal.ip}`]
     : [];
+}
+
+/** Why a cluster's RKE2 release cannot run these DNS settings as rendered. */
+export type ReleaseDnsProblem =
+  | { readonly kind: "releaseNotInTable"; readonly release: string }
+  | {
+      readonly kind: "nodeLocalBypassesFix";
+      readonly release: string;
+      readonly chart: string;
+      /** The fix's zones the node-local cache would send to the node's resolvers. */
+      readonly zones: readonly string[];
+      /** The first release on the same minor line whose chart has extraClusterDomains. */
+      readonly firstFixedRelease?: string;
+    };
+
+/**
+ * Checks the cluster's release against the DNS settings: the release must be in the table (its
+ * chart decides what is rendered), and with NodeLocalDNS and fix zones its chart must read
+ * `nodelocal.extraClusterDomains`. An older chart ignores the key without a word, so the node-local
+ * cache's `.:53` block forwards the fix's zones to the node's resolvers (seed 000 again).
+ */
+export function releaseDnsProblem(
+  dns: DnsSettings,
+  cluster: ClusterSettings,
+): ReleaseDnsProblem | undefined {
+  const chart = corednsChartOf(cluster.version);
+  if (chart === undefined) return { kind: "releaseNotInTable", release: cluster.version };
+  const zones = zonesAddedByFix(dns).filter((zone) => zone !== cluster.clusterDomain);
+  const key = "nodelocal.extraClusterDomains";
+  if (!dns.nodeLocal.enabled || zones.length === 0 || releaseHonours(cluster.version, key)) {
+    return undefined;
+  }
+  const line = minorLineOf(cluster.version);
+  return {
+    kind: "nodeLocalBypassesFix",
+    release: cluster.version,
+    chart,
+    zones,
+    firstFixedRelease: line === undefined ? undefined : firstReleaseHonouring(line, key),
+  };
 }
 
 /** The zones whose answers the fix changes; each must reach CoreDNS. */

@@ -25,13 +25,14 @@ export function rawConfigFromStackFile(file: string): RawStackConfig {
   };
   const values: Record<string, unknown> = {};
   const secretKeys = new Set<string>();
+  const otherNamespaceKeys: string[] = [];
   for (const [fullKey, value] of Object.entries(doc.config ?? {})) {
     const [ns, key] = splitKey(fullKey);
-    if (ns !== CONFIG_NAMESPACE) continue;
-    if (isSecureValue(value)) secretKeys.add(key);
+    if (ns !== CONFIG_NAMESPACE) otherNamespaceKeys.push(fullKey);
+    else if (isSecureValue(value)) secretKeys.add(key);
     else values[key] = value;
   }
-  return { values, secretKeys };
+  return { values, secretKeys, otherNamespaceKeys };
 }
 
 /** Reads the config the Pulumi engine handed to this program. Secret values are left out. */
@@ -42,16 +43,20 @@ export function rawConfigFromPulumi(): RawStackConfig {
   );
   const values: Record<string, unknown> = {};
   const secretKeys = new Set<string>();
+  const otherNamespaceKeys: string[] = [];
   for (const [fullKey, text] of Object.entries(all)) {
     const [ns, key] = splitKey(fullKey);
-    if (ns !== CONFIG_NAMESPACE) continue;
+    if (ns !== CONFIG_NAMESPACE) {
+      otherNamespaceKeys.push(`${ns}:${key}`);
+      continue;
+    }
     if (secretFullKeys.has(fullKey)) {
       secretKeys.add(key);
       continue;
     }
     values[key] = parseConfigText(text);
   }
-  return { values, secretKeys };
+  return { values, secretKeys, otherNamespaceKeys };
 }
 
 /** The secrets of a stack, as Pulumi secret outputs. Absent ones are undefined. */

@@ -19,7 +19,14 @@ import {
 } from "./model";
 import { Cidr, cidrContains, cidrsOverlap, isIpv4, nthAddress, parseCidr } from "./net";
 import { ConfigProblem, ConfigValidationError } from "./problems";
-import { ConfigReader } from "./reader";
+import { closest, ConfigReader, editDistance } from "./reader";
+import {
+  knownMinorLines,
+  minorLineOf,
+  newestReleaseOn,
+  RELEASE_TABLE_MODULE,
+} from "../../components/cluster-dns/chart-releases";
+import { releaseDnsProblem } from "../../components/cluster-dns/values";
 
 export const CONFIG_NAMESPACE = "rke2-remediation";
 
@@ -28,7 +35,82 @@ export interface RawStackConfig {
   readonly values: Readonly<Record<string, unknown>>;
   /** Keys (without namespace) whose values are stored as Pulumi secrets. */
   readonly secretKeys: ReadonlySet<string>;
+  /** Full keys ("ns:key") of the stack's other namespaces, checked for a misspelt namespace. */
+  readonly otherNamespaceKeys?: readonly string[];
 }
+
+/**
+ * Every key the stack config has, so that a key no reader reads is an error instead of a silent
+ * no-op (a misspelt `dns.nodelocal` would leave NodeLocalDNS off without a word). A map of keys
+ * describes a map of settings, `[schema]` a list of such maps, and `SETTING` a value read whole:
+ * a scalar, a list of scalars, or a map keyed by free names (host names). A reader that reads a
+ * new key adds it here.
+ */
+export type KeySchema = typeof SETTING | readonly [KeySchema] | KeyMap;
+export type KeyMap = { readonly [key: string]: KeySchema };
+export const SETTING = "setting";
+
+const SSH_KEYS: KeyMap = { host: SETTING, port: SETTING, user: SETTING, hostKey: SETTING };
+/** Settings of every cluster, management or downstream. */
+const CLUSTER_KEYS: KeyMap = {
+  version: SETTING,
+  cni: SETTING,
+  clusterCidr: SETTING,
+  serviceCidr: SETTING,
+  clusterDomain: SETTING,
+  kubeProxyMode: SETTING,
+  tlsSan: SETTING,
+  privateRegistry: SETTING,
+  etcdSnapshot: { scheduleCron: SETTING, retention: SETTING },
+  nodePortRange: SETTING,
+  joinGate: { timeoutSeconds: SETTING, pollSeconds: SETTING },
+};
+/**
+ * Settings only the management cluster uses: Rancher installs and joins a downstream cluster's
+ * nodes itself and gets its DNS fix as chartValues, so these would do nothing there.
+ */
+const MANAGEMENT_CLUSTER_KEYS: KeyMap = {
+  ...CLUSTER_KEYS,
+  installCommand: SETTING,
+  serverJoin: SETTING,
+  dnsDelivery: SETTING,
+  registrationAddress: SETTING,
+};
+
+export const STACK_CONFIG_KEYS: KeyMap = {
+  libvirt: {
+    ssh: SSH_KEYS,
+    network: SETTING,
+    subnet: SETTING,
+    dnsRecords: SETTING,
+    dhcpDomain: SETTING,
+  },
+  nodes: [
+    { name: SETTING, ip: SETTING, cluster: SETTING, role: SETTING, roles: SETTING, ssh: SSH_KEYS },
+  ],
+  rke2: MANAGEMENT_CLUSTER_KEYS,
+  rancher: {
+    url: SETTING,
+    caCertificate: SETTING,
+    downstreamClusters: [{ ...CLUSTER_KEYS, name: SETTING, insecureRegistration: SETTING }],
+  },
+  dns: {
+    staticHosts: SETTING,
+    neutralizedSearchDomains: SETTING,
+    nodeLocal: { enabled: SETTING, ip: SETTING },
+    upstreamResolvers: SETTING,
+    policyNamespaces: SETTING,
+  },
+  nodePreparation: { unmanagedDevices: SETTING, bringUpKubeIpvs: SETTING },
+  deploy: {
+    libvirtDnsRecords: SETTING,
+    nodePreparation: SETTING,
+    rke2Servers: SETTING,
+    clusterDns: SETTING,
+    rancherClusters: SETTING,
+  },
+  ...Object.fromEntries(SECRET_KEYS.map((key) => [key, SETTING])),
+};
 
 export interface ValidationOptions {
   /** Deployments need every secret; offline render and verify run without them. */
@@ -59,6 +141,8 @@ export function validateEnvironment(
 ): { model?: EnvironmentModel; problems: ConfigProblem[] } {
   const r = new ConfigReader(CONFIG_NAMESPACE);
   const v = raw.values;
+  checkNamespaces(r, raw);
+  checkKnownKeys(r, raw);
 
   const libvirt = readLibvirt(r, v.libvirt);
   // A stack of downstream clusters only (no node in the management cluster) needs no `rke2`.
@@ -88,6 +172,15 @@ export function validateEnvironment(
   checkRegistrationAddress(r, management, nodes);
   checkDownstreamMembership(r, nodes, rancher);
   checkDnsAgainstNetworks(r, dns, libvirt, clusters, nodes);
+  checkDnsAgainstReleases(r, dns, clusters);
+  checkRancherStaticHosts(
+    r,
+    dns,
+    libvirt,
+    rancher,
+    nodes,
+    Array.isArray(v.nodes) && nodes.length === v.nodes.length,
+  );
   checkSecrets(r, raw, options, nodes, rancher, management);
 
   if (r.problems.length > 0 || !libvirt) return { problems: r.problems };
@@ -228,13 +321,13 @@ function readClusterSettings(
     ? r.requiredString(
         o.version,
         `${path}.version`,
-        "set the RKE2 release to install, e.g. v1.35.6+rke2r1.",
+        "set the RKE2 release to install, e.g. v1.35.7+rke2r1.",
       )
     : r.string(o.version, `${path}.version`);
   if (version !== undefined && !RKE2_VERSION.test(version)) {
     r.problem(
       `${path}.version`,
-      `"${version}" is not an RKE2 release; write it as v<major>.<minor>.<patch>+rke2r<n>, e.g. v1.35.6+rke2r1.`,
+      `"${version}" is not an RKE2 release; write it as v<major>.<minor>.<patch>+rke2r<n>, e.g. v1.35.7+rke2r1.`,
     );
   }
   const clusterCidr = readCidr(r, o.clusterCidr, `${path}.clusterCidr`, defaults.clusterCidr);
@@ -256,13 +349,7 @@ function readClusterSettings(
   const snap = r.object(o.etcdSnapshot, `${path}.etcdSnapshot`) ?? {};
   const scheduleCron =
     r.string(snap.scheduleCron, `${path}.etcdSnapshot.scheduleCron`) ?? "0 */12 * * *";
-  const fields = scheduleCron.split(/\s+/);
-  if (fields.length !== 5 || !fields.every((f) => CRON_FIELD.test(f))) {
-    r.problem(
-      `${path}.etcdSnapshot.scheduleCron`,
-      `"${scheduleCron}" is not a five-field cron schedule, e.g. "0 */6 * * *".`,
-    );
-  }
+  checkCronSchedule(r, `${path}.etcdSnapshot.scheduleCron`, scheduleCron);
   const retention = r.integer(snap.retention, `${path}.etcdSnapshot.retention`, 5, 1, 1000);
   const nodePortRange = r.string(o.nodePortRange, `${path}.nodePortRange`) ?? "30000-32767";
   const ports = /^(\d{1,5})-(\d{1,5})$/.exec(nodePortRange);
@@ -569,18 +656,8 @@ function readNodePreparation(r: ConfigReader, value: unknown): NodePreparationSe
 }
 
 function readDeploy(r: ConfigReader, value: unknown): DeploySelection {
+  // Keys other than these are reported by checkKnownKeys.
   const o = r.object(value, "deploy") ?? {};
-  const known = [
-    "libvirtDnsRecords",
-    "nodePreparation",
-    "rke2Servers",
-    "clusterDns",
-    "rancherClusters",
-  ];
-  for (const key of Object.keys(o)) {
-    if (!known.includes(key))
-      r.problem(`deploy.${key}`, `is not a part of the estate; use one of ${known.join(", ")}.`);
-  }
   return {
     libvirtDnsRecords: r.boolean(o.libvirtDnsRecords, "deploy.libvirtDnsRecords", true),
     nodePreparation: r.boolean(o.nodePreparation, "deploy.nodePreparation", true),
@@ -789,5 +866,226 @@ function checkSecrets(
         `is not set; set it with \`pulumi config set --secret ${key}\` (read from a file with --path or stdin).`,
       );
     }
+  }
+}
+
+/** Bounds of the five cron fields, in order. */
+const CRON_FIELDS: readonly {
+  readonly name: string;
+  readonly min: number;
+  readonly max: number;
+}[] = [
+  { name: "minute", min: 0, max: 59 },
+  { name: "hour", min: 0, max: 23 },
+  { name: "day-of-month", min: 1, max: 31 },
+  { name: "month", min: 1, max: 12 },
+  { name: "day-of-week", min: 0, max: 6 },
+];
+
+/**
+ * RKE2's `etcd-snapshot-schedule-cron` is parsed by robfig/cron (rancher/rke2@v1.35.7+rke2r1:go.mod
+ * pins github.com/robfig/cron/v3 v3.0.1). Its field bounds are minute 0-59, hour 0-23, day of
+ * month 1-31, month 1-12, day of week 0-6 (robfig/cron@v3.0.1:spec.go); a range may not start
+ * after its end, `N/step` runs from N to the field's maximum, and a step must be positive
+ * (robfig/cron@v3.0.1:parser.go, getRange).
+ */
+function checkCronSchedule(r: ConfigReader, path: string, schedule: string): void {
+  const fields = schedule.split(/\s+/);
+  if (fields.length !== 5 || !fields.every((f) => CRON_FIELD.test(f))) {
+    r.problem(path, `"${schedule}" is not a five-field cron schedule, e.g. "0 */6 * * *".`);
+    return;
+  }
+  const wrong = fields
+    .map((field, i) => ({
+      field,
+      bounds: CRON_FIELDS[i],
+      why: cronFieldProblem(field, CRON_FIELDS[i]),
+    }))
+    .filter((f) => f.why !== undefined);
+  if (wrong.length > 0) {
+    r.problem(
+      path,
+      `"${schedule}": ` +
+        wrong.map((f) => `${f.bounds.name} field "${f.field}": ${f.why}`).join("; ") +
+        `. The fields are minute 0-59, hour 0-23, day-of-month 1-31, month 1-12, day-of-week 0-6; ` +
+        `fix the field, e.g. "0 */6 * * *" for every six hours.`,
+    );
+  }
+}
+
+/** Why one cron field is outside its bounds, or undefined when it is not. */
+function cronFieldProblem(
+  field: string,
+  bounds: { readonly min: number; readonly max: number },
+): string | undefined {
+  for (const range of field.split(",")) {
+    const [span, step, ...extra] = range.split("/");
+    if (extra.length > 0) return `"${range}" has more than one "/"`;
+    if (step !== undefined && !/^[1-9]\d*$/.test(step)) {
+      return `the step "${step}" is not a positive whole number`;
+    }
+    if (span === "*") continue;
+    const ends = span.split("-");
+    if (ends.length > 2 || !ends.every((e) => /^\d+$/.test(e))) {
+      return `"${range}" is neither *, a number nor a range low-high`;
+    }
+    const start = Number(ends[0]);
+    const end = ends.length === 2 ? Number(ends[1]) : step !== undefined ? bounds.max : start;
+    if (start < bounds.min || start > bounds.max || end > bounds.max) {
+      return `${span} is outside ${bounds.min}-${bounds.max}`;
+    }
+    if (start > end) return `the range ${span} starts after it ends`;
+  }
+  return undefined;
+}
+
+/**
+ * A key in a namespace one edit from ours (`rke2-remediaton:rke2`) is a typo: Pulumi keeps its
+ * value and this program never reads it.
+ */
+function checkNamespaces(r: ConfigReader, raw: RawStackConfig): void {
+  for (const fullKey of raw.otherNamespaceKeys ?? []) {
+    const colon = fullKey.indexOf(":");
+    const namespace = fullKey.slice(0, colon);
+    const key = fullKey.slice(colon + 1);
+    if (namespace === CONFIG_NAMESPACE || editDistance(namespace, CONFIG_NAMESPACE) > 1) continue;
+    const top = key.split(/[.[]/)[0];
+    const known = closest(top, Object.keys(STACK_CONFIG_KEYS)) ?? top;
+    r.problemAtFullKey(
+      fullKey,
+      `is in namespace "${namespace}", one edit from "${CONFIG_NAMESPACE}"; this program reads ` +
+        `only ${CONFIG_NAMESPACE}:* keys, so the value is ignored. Did you mean ` +
+        `${r.key(known + key.slice(top.length))}? Rename the key.`,
+    );
+  }
+}
+
+/** Reports every key, at any depth, that STACK_CONFIG_KEYS does not list. */
+function checkKnownKeys(r: ConfigReader, raw: RawStackConfig): void {
+  const top: Record<string, unknown> = { ...raw.values };
+  for (const key of raw.secretKeys) if (!(key in top)) top[key] = "";
+  walkKnownKeys(r, top, STACK_CONFIG_KEYS, "");
+}
+
+function isListSchema(schema: KeySchema): schema is readonly [KeySchema] {
+  return Array.isArray(schema);
+}
+
+function walkKnownKeys(r: ConfigReader, value: unknown, schema: KeySchema, path: string): void {
+  if (schema === SETTING) return;
+  if (isListSchema(schema)) {
+    if (Array.isArray(value)) {
+      value.forEach((item, i) => walkKnownKeys(r, item, schema[0], `${path}[${i}]`));
+    }
+    return;
+  }
+  // A value of the wrong shape is reported by the reader of that key.
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return;
+  const known = Object.keys(schema);
+  for (const [key, child] of Object.entries(value)) {
+    const childPath = path ? `${path}.${key}` : key;
+    if (Object.prototype.hasOwnProperty.call(schema, key)) {
+      walkKnownKeys(r, child, schema[key], childPath);
+      continue;
+    }
+    const near = closest(key, known);
+    r.problem(
+      childPath,
+      "is not a setting this program uses here, so its value would be ignored without a word" +
+        (near ? `; did you mean ${r.key(path ? `${path}.${near}` : near)}?` : ".") +
+        " Rename or remove it.",
+    );
+  }
+}
+
+/**
+ * Each cluster's RKE2 release must be in the release table, and with NodeLocalDNS and fix zones
+ * its rke2-coredns chart must read `nodelocal.extraClusterDomains`: an older chart ignores the key,
+ * and the node-local cache forwards the fix's zones to the node's resolvers (seed 000 again).
+ */
+function checkDnsAgainstReleases(
+  r: ConfigReader,
+  dns: DnsSettings,
+  clusters: ClusterSettings[],
+): void {
+  clusters.forEach((cluster, i) => {
+    // A missing or malformed version is reported where it is read.
+    if (!RKE2_VERSION.test(cluster.version)) return;
+    const path =
+      cluster.name === MANAGEMENT_CLUSTER
+        ? "rke2.version"
+        : `rancher.downstreamClusters[${i - 1}].version`;
+    const problem = releaseDnsProblem(dns, cluster);
+    const line = minorLineOf(cluster.version) ?? "";
+    if (problem?.kind === "releaseNotInTable") {
+      const newest = newestReleaseOn(line);
+      r.problem(
+        path,
+        `"${cluster.version}" is not in the RKE2 release table (${RELEASE_TABLE_MODULE}), so the ` +
+          "rke2-coredns chart it ships, and the cluster DNS it would run, are unknown. Add the " +
+          "release to that table with the rke2-coredns version from rancher/rke2 " +
+          "charts/chart_versions.yaml at its tag, or use a release the table lists (" +
+          (newest ? `newest on ${line}: ${newest}` : `lines ${knownMinorLines().join(", ")}`) +
+          ").",
+      );
+    } else if (problem?.kind === "nodeLocalBypassesFix") {
+      r.problem(
+        path,
+        `${problem.release} ships rke2-coredns ${problem.chart}, which has no ` +
+          `nodelocal.extraClusterDomains (the chart reads it from 1.46.003 on); with ` +
+          `${r.key("dns.nodeLocal.enabled")} the node-local cache would send ` +
+          `${problem.zones.join(", ")} to the node's resolvers instead of CoreDNS, bypassing the ` +
+          "fix, and *.local lookups would time out again (seed 000). " +
+          (problem.firstFixedRelease
+            ? `Use ${problem.firstFixedRelease} or later on the ${line} line`
+            : `No ${line} release has it; move to a line that does (${knownMinorLines().join(", ")})`) +
+          ", or turn NodeLocalDNS off.",
+      );
+    }
+  });
+}
+
+/**
+ * The cluster DNS answers the Rancher hostname from `dns.staticHosts`; Rancher runs on the
+ * management servers, and a stack without them (a downstream-only stack) knows Rancher's
+ * addresses from its libvirt records. An answer that differs sends cluster agents somewhere other
+ * than nodes and browsers go.
+ */
+function checkRancherStaticHosts(
+  r: ConfigReader,
+  dns: DnsSettings,
+  libvirt: LibvirtSettings | undefined,
+  rancher: RancherSettings | undefined,
+  nodes: NodeSpec[],
+  allNodesRead: boolean,
+): void {
+  // Comparing with the servers is only meaningful when every node entry was read.
+  if (!rancher || !allNodesRead) return;
+  const host = rancher.hostname;
+  const answered = dns.staticHosts[host];
+  if (answered === undefined) return;
+  const staticKey = `dns.staticHosts["${host}"]`;
+  const same = (a: readonly string[], b: readonly string[]) =>
+    [...new Set(a)].sort().join(",") === [...new Set(b)].sort().join(",");
+  const servers = nodes
+    .filter((n) => n.cluster === MANAGEMENT_CLUSTER && n.roles.includes("server"))
+    .map((n) => n.ip);
+  const records = libvirt?.dnsRecords[host];
+  if (servers.length > 0) {
+    if (!same(answered, servers)) {
+      r.problem(
+        staticKey,
+        `lists ${answered.join(", ") || "no address"}, but Rancher (${host}) runs on the management ` +
+          `servers ${servers.join(", ")} (${r.key("nodes")}, role server); cluster agents would ` +
+          "be sent elsewhere than nodes and browsers. List exactly the servers.",
+      );
+    }
+  } else if (records !== undefined && !same(answered, records)) {
+    r.problem(
+      staticKey,
+      `lists ${answered.join(", ") || "no address"}, but ${r.key(`libvirt.dnsRecords["${host}"]`)} ` +
+        `lists ${records.join(", ") || "no address"}; pods and nodes would reach Rancher at ` +
+        "different addresses. Make both list the same addresses.",
+    );
   }
 }

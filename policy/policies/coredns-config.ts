@@ -24,6 +24,8 @@ export interface CorednsConfig {
   readonly clusterDnsIp?: string;
   readonly kubeProxyMode?: string;
   readonly kubeletClusterDns?: string;
+  /** The cluster's RKE2 release, which decides the rke2-coredns chart that renders the values. */
+  readonly rke2Version?: string;
 }
 
 type Doc = Record<string, unknown>;
@@ -66,6 +68,7 @@ export function corednsConfigsOf(type: string, props: Record<string, unknown>): 
       clusterDnsIp: annotations[ANNOTATIONS.clusterDnsIp],
       kubeProxyMode: annotations[ANNOTATIONS.kubeProxyMode],
       kubeletClusterDns: annotations[ANNOTATIONS.kubeletClusterDns],
+      rke2Version: annotations[ANNOTATIONS.rke2Version],
     });
   }
   if (type === RANCHER_CLUSTER_TYPE) {
@@ -85,6 +88,7 @@ export function corednsConfigsOf(type: string, props: Record<string, unknown>): 
         kubeletClusterDns: kubeletArgs
           .find((a) => a.startsWith("cluster-dns="))
           ?.slice("cluster-dns=".length),
+        rke2Version: props.kubernetesVersion ? String(props.kubernetesVersion) : undefined,
       });
     }
   }

@@ -179,7 +179,7 @@ describe("Rancher downstream cluster (Pulumi mocks)", function () {
       snapshotScheduleCron: uat1.etcdSnapshot.scheduleCron,
       snapshotRetention: uat1.etcdSnapshot.retention,
     });
-    assert.equal(cluster.inputs.kubernetesVersion, "v1.35.6+rke2r1");
+    assert.equal(cluster.inputs.kubernetesVersion, "v1.35.7+rke2r1");
     assert.equal(cluster.retainOnDelete, true);
   });
 

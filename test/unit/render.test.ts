@@ -122,3 +122,23 @@ describe("offline render of the lab stack", () => {
     }
   });
 });
+
+describe("offline render of the node-local Corefile per RKE2 release", () => {
+  const model = labModel();
+  const nodeLocalOf = (version: string) => {
+    const management = { ...model.management, version };
+    const artifact = renderArtifacts({ ...model, management }).find(
+      (a) => a.kind === "nodelocal-corefile" && a.cluster === management.name,
+    );
+    assert.ok(artifact);
+    return artifact.content.split("\n")[0];
+  };
+
+  it("shows the fix's zones in the cluster-domain block on v1.35.7+rke2r1 (chart 1.46.201)", () => {
+    assert.equal(nodeLocalOf("v1.35.7+rke2r1"), "cluster.local:53 local:53 ai-ear.cn:53 {");
+  });
+
+  it("shows them missing on v1.35.6+rke2r1 (chart 1.46.002), as that chart renders it", () => {
+    assert.equal(nodeLocalOf("v1.35.6+rke2r1"), "cluster.local:53 {");
+  });
+});

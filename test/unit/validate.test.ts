@@ -1,5 +1,9 @@
 import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
 import * as assert from "assert/strict";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import * as YAML from "yaml";
 import { MANAGEMENT_CLUSTER, serversOf } from "../../infra/config/model";
 import { ConfigProblem } from "../../infra/config/problems";
 import { loadEnvironmentModel, validateEnvironment } from "../../infra/config/validate";
@@ -200,7 +204,7 @@ describe("stack config validation", () => {
     it("rejects a version that is not an RKE2 release and shows the right form", () => {
       const problem = problemAt(problemsOf(labWith("rke2.version", "1.35.6")), "rke2.version");
       assert.match(problem.message, /"1\.35\.6" is not an RKE2 release/);
-      assert.match(problem.message, /e\.g\. v1\.35\.6\+rke2r1/);
+      assert.match(problem.message, /e\.g\. v1\.35\.7\+rke2r1/);
     });
   });
 
@@ -239,6 +243,215 @@ describe("stack config validation", () => {
       );
       assert.match(problem.message, /169\.254\.20\.10 is the NodeLocalDNS address/);
       assert.match(problem.message, /Use the nodes' real resolvers/);
+    });
+  });
+
+  describe("RKE2 release and its rke2-coredns chart", () => {
+    it("rejects a release whose chart lacks extraClusterDomains while NodeLocalDNS carries fix zones", () => {
+      const problem = problemAt(
+        problemsOf(labWith("rke2.version", "v1.35.6+rke2r1")),
+        "rke2.version",
+      );
+      assert.match(problem.message, /v1\.35\.6\+rke2r1 ships rke2-coredns 1\.46\.002/);
+      assert.match(problem.message, /no nodelocal\.extraClusterDomains/);
+      assert.match(problem.message, /would send local, ai-ear\.cn to the node's resolvers/);
+      assert.ok(problem.message.includes(stackKey("dns.nodeLocal.enabled")), problem.message);
+      assert.match(problem.message, /Use v1\.35\.7\+rke2r1 or later on the v1\.35 line/);
+    });
+
+    it("checks a downstream cluster's release the same way, naming its line's first fixed release", () => {
+      const problem = problemAt(
+        problemsOf(labWith("rancher.downstreamClusters[0].version", "v1.34.9+rke2r1")),
+        "rancher.downstreamClusters[0].version",
+      );
+      assert.match(problem.message, /ships rke2-coredns 1\.46\.002/);
+      assert.match(problem.message, /Use v1\.34\.10\+rke2r1 or later on the v1\.34 line/);
+    });
+
+    it("accepts the old release when NodeLocalDNS is off", () => {
+      const raw = labWith("rke2.version", "v1.35.6+rke2r1");
+      setAt(raw, "rancher.downstreamClusters[0].version", "v1.33.13+rke2r1");
+      setAt(raw, "dns.nodeLocal.enabled", false);
+      assert.deepEqual(problemsOf(raw), []);
+    });
+
+    it("rejects a release the table does not list, naming the table's module", () => {
+      const problem = problemAt(
+        problemsOf(labWith("rke2.version", "v1.35.8+rke2r1")),
+        "rke2.version",
+      );
+      assert.match(problem.message, /"v1\.35\.8\+rke2r1" is not in the RKE2 release table/);
+      assert.match(problem.message, /components\/cluster-dns\/chart-releases\.ts/);
+      assert.match(problem.message, /charts\/chart_versions\.yaml/);
+      assert.match(problem.message, /newest on v1\.35: v1\.35\.7\+rke2r1/);
+    });
+
+    it("rejects a release of a line the table does not cover, naming the lines it does", () => {
+      const raw = labWith("rancher.downstreamClusters[0].version", "v1.32.13+rke2r2");
+      setAt(raw, "dns.nodeLocal.enabled", false);
+      const problem = problemAt(problemsOf(raw), "rancher.downstreamClusters[0].version");
+      assert.match(problem.message, /lines v1\.33, v1\.34, v1\.35, v1\.36/);
+    });
+  });
+
+  describe("keys the schema does not know", () => {
+    const cases: { path: (string | number)[]; value: unknown; key: string; closest: string }[] = [
+      {
+        path: ["dns", "nodelocal"],
+        value: { enabled: true },
+        key: "dns.nodelocal",
+        closest: "dns.nodeLocal",
+      },
+      {
+        path: ["rke2", "kubeproxymode"],
+        value: "ipvs",
+        key: "rke2.kubeproxymode",
+        closest: "rke2.kubeProxyMode",
+      },
+      { path: ["dnss"], value: {}, key: "dnss", closest: "dns" },
+      {
+        path: ["nodes", 0, "ssh", "hostkey"],
+        value: "x",
+        key: "nodes[0].ssh.hostkey",
+        closest: "nodes[0].ssh.hostKey",
+      },
+      {
+        path: ["rancher", "downstreamClusters", 0, "etcdSnapshot", "retension"],
+        value: 3,
+        key: "rancher.downstreamClusters[0].etcdSnapshot.retension",
+        closest: "rancher.downstreamClusters[0].etcdSnapshot.retention",
+      },
+      {
+        path: ["deploy", "clusterdns"],
+        value: false,
+        key: "deploy.clusterdns",
+        closest: "deploy.clusterDns",
+      },
+    ];
+    for (const c of cases) {
+      it(`rejects ${c.key}, naming ${c.closest}`, () => {
+        const problem = problemAt(problemsOf(setAt(labRawConfig(), c.path, c.value)), c.key);
+        assert.match(problem.message, /is not a setting this program uses here/);
+        assert.ok(
+          problem.message.includes(`did you mean ${stackKey(c.closest)}?`),
+          problem.message,
+        );
+      });
+    }
+
+    it("rejects management-only settings on a downstream cluster, where they would do nothing", () => {
+      const settings: Record<string, string> = {
+        installCommand: "true",
+        serverJoin: "sequential",
+        dnsDelivery: "helmChartConfig",
+        registrationAddress: "192.168.122.31",
+      };
+      for (const [key, value] of Object.entries(settings)) {
+        const path = `rancher.downstreamClusters[0].${key}`;
+        const problem = problemAt(problemsOf(labWith(path, value)), path);
+        assert.match(problem.message, /is not a setting this program uses here/);
+      }
+    });
+
+    it("rejects a secret under an unknown name", () => {
+      const raw = labRawConfig();
+      raw.secretKeys.add("rke2token");
+      const problem = problemAt(problemsOf(raw), "rke2token");
+      assert.ok(problem.message.includes(stackKey("rke2Token")), problem.message);
+    });
+
+    it("knows rke2.registrationAddress", () => {
+      const problems = problemsOf(labWith("rke2.registrationAddress", "192.168.122.20"));
+      assert.ok(!problems.some((p) => p.key === stackKey("rke2.registrationAddress")));
+    });
+
+    it("rejects a key in a namespace one edit from rke2-remediation, read from the stack file", () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-validate-"));
+      const file = path.join(dir, "Pulumi.lab.yaml");
+      const doc = YAML.parse(fs.readFileSync(stackFilePath("lab"), "utf8")) as {
+        config: Record<string, unknown>;
+      };
+      doc.config["rke2-remediaton:rke2"] = { kubeProxyMode: "iptables" };
+      doc.config["kubernetes:context"] = "lab";
+      fs.writeFileSync(file, YAML.stringify(doc));
+      const problems = problemsOf(rawConfigFromStackFile(file));
+      fs.rmSync(dir, { recursive: true });
+      assert.deepEqual(
+        problems.map((p) => p.key),
+        ["rke2-remediaton:rke2"],
+      );
+      assert.match(problems[0].message, /one edit from "rke2-remediation"/);
+      assert.ok(
+        problems[0].message.includes("Did you mean rke2-remediation:rke2?"),
+        problems[0].message,
+      );
+    });
+  });
+
+  describe("etcd snapshot schedule", () => {
+    const key = "rke2.etcdSnapshot.scheduleCron";
+    const bad: { cron: string; field: RegExp }[] = [
+      { cron: "61 * * * *", field: /minute field "61": 61 is outside 0-59/ },
+      { cron: "0 24 * * *", field: /hour field "24": 24 is outside 0-23/ },
+      { cron: "0 0 0 * *", field: /day-of-month field "0": 0 is outside 1-31/ },
+      { cron: "0 */6 * 13 *", field: /month field "13": 13 is outside 1-12/ },
+      { cron: "0 0 * * 7", field: /day-of-week field "7": 7 is outside 0-6/ },
+      {
+        cron: "0 5-2 * * *",
+        field: /hour field "5-2": the range 5-2 starts after it ends/,
+      },
+      { cron: "*/0 * * * *", field: /minute field "\*\/0": the step "0" is not a positive/ },
+    ];
+    for (const { cron, field } of bad) {
+      it(`rejects "${cron}", naming the field`, () => {
+        const problem = problemAt(problemsOf(labWith(key, cron)), key);
+        assert.match(problem.message, field);
+      });
+    }
+
+    it("accepts schedules within every field's range", () => {
+      for (const cron of ["0 */6 * * *", "30 1-5/2 1,15 * 0-6", "59 23 31 12 6", "5/15 * * * *"]) {
+        assert.deepEqual(problemsOf(labWith(key, cron)), [], cron);
+      }
+    });
+  });
+
+  describe("the Rancher hostname's static answer", () => {
+    const rancherHost = ["dns", "staticHosts", "ai-ear.cn"];
+
+    it("rejects a static answer that is not exactly the management servers", () => {
+      const raw = setAt(labRawConfig(), rancherHost, ["192.168.122.20", "192.168.122.21"]);
+      const problem = problemAt(problemsOf(raw), 'dns.staticHosts["ai-ear.cn"]');
+      assert.match(problem.message, /lists 192\.168\.122\.20, 192\.168\.122\.21/);
+      assert.match(
+        problem.message,
+        /management servers 192\.168\.122\.20, 192\.168\.122\.21, 192\.168\.122\.22/,
+      );
+      assert.ok(problem.message.includes(stackKey("nodes")), problem.message);
+    });
+
+    it("accepts the servers in another order", () => {
+      const raw = setAt(labRawConfig(), rancherHost, [
+        "192.168.122.22",
+        "192.168.122.20",
+        "192.168.122.21",
+      ]);
+      assert.deepEqual(problemsOf(raw), []);
+    });
+
+    it("compares with the libvirt records in a stack without management servers", () => {
+      const stack = rawConfigFromStackFile(stackFilePath("uat1"));
+      const raw = setAt(
+        { values: structuredClone({ ...stack.values }), secretKeys: new Set(stack.secretKeys) },
+        rancherHost,
+        ["192.168.122.20"],
+      );
+      const problem = problemAt(problemsOf(raw), 'dns.staticHosts["ai-ear.cn"]');
+      assert.ok(
+        problem.message.includes(stackKey('libvirt.dnsRecords["ai-ear.cn"]')),
+        problem.message,
+      );
+      assert.match(problem.message, /Make both list the same addresses/);
     });
   });
 
