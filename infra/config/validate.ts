@@ -416,13 +416,8 @@ function readRegistrationAddress(
 ): string | undefined {
   if (value === undefined) return undefined;
   const key = `${path}.registrationAddress`;
-  if (cluster !== MANAGEMENT_CLUSTER) {
-    r.problem(
-      key,
-      "applies to the management cluster only; Rancher registers downstream nodes itself. Remove it.",
-    );
-    return undefined;
-  }
+  // Downstream clusters do not know the key: the unknown-key check reports it there.
+  if (cluster !== MANAGEMENT_CLUSTER) return undefined;
   const s = r.string(value, key);
   if (s === undefined) return undefined;
   // A name whose last label is all digits is a mistyped address, not a DNS name.

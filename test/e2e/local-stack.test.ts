@@ -23,7 +23,7 @@ import { nodeConnection } from "../real/lab";
 
 const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
 /** A later release than the lab stack's, for the rolling upgrade. */
-const UPGRADE_TO = "v1.36.1+rke2r1";
+const UPGRADE_TO = "v1.36.3+rke2r1";
 
 const isReject = (rule: string) => /-j REJECT --reject-with icmp-host-prohibited/.test(rule);
 

@@ -51,7 +51,7 @@ export function localStackConfig(
       ssh: { user: "root", hostKey: n.hostKey },
     })),
     [`${NS}:rke2`]: {
-      version: "v1.35.6+rke2r1",
+      version: "v1.35.7+rke2r1",
       cni: "calico",
       clusterCidr: "10.12.0.0/16",
       serviceCidr: "10.13.0.0/16",
@@ -70,7 +70,7 @@ export function localStackConfig(
       downstreamClusters: [
         {
           name: "uat1",
-          version: "v1.35.6+rke2r1",
+          version: "v1.35.7+rke2r1",
           cni: "calico",
           joinGate: { timeoutSeconds: 120, pollSeconds: 1 },
         },
