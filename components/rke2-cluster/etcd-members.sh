@@ -9,10 +9,10 @@ TLS=/var/lib/rancher/rke2/server/tls/etcd
 LIST=(member list -w json)
 if command -v etcdctl >/dev/null; then
   if [ -f "$TLS/server-client.crt" ]; then
-    exec etcdctl --dial-timeout=2s --command-timeout=2s --endpoints https://127.0.0.1:2379 --cacert "$TLS/server-ca.crt" \
+    exec etcdctl --dial-timeout=2s --command-timeout=5s --endpoints https://127.0.0.1:2379 --cacert "$TLS/server-ca.crt" \
       --cert "$TLS/server-client.crt" --key "$TLS/server-client.key" "${LIST[@]}"
   fi
-  exec etcdctl --dial-timeout=2s --command-timeout=2s --endpoints http://127.0.0.1:2379 "${LIST[@]}"
+  exec etcdctl --dial-timeout=2s --command-timeout=5s --endpoints http://127.0.0.1:2379 "${LIST[@]}"
 fi
 export CONTAINER_RUNTIME_ENDPOINT=unix:///run/k3s/containerd/containerd.sock
 crictl="/var/lib/rancher/rke2/bin/crictl"

@@ -53,6 +53,7 @@ export interface NodeStartState extends NodeStartInputs {
 /** Process-local bounds of one host script (ms). */
 const FACTS_TIMEOUT_MS = 60000;
 const START_TIMEOUT_MS = 900000;
+const MEMBER_LIST_ATTEMPTS = 3;
 
 function runOn(
   target: Connection,
@@ -127,14 +128,27 @@ export async function startOnNode(
   let peersWithData: string[] | undefined;
   if (inputs.role === "server" && inputs.joinsThrough) {
     const through = inputs.joinsThrough;
-    const list = await runOn(
-      through.connection,
-      `node ${through.node}`,
-      inputs.sshPrivateKey,
-      inputs.membersScript,
-      {},
-      FACTS_TIMEOUT_MS,
-    );
+    // A busy etcd can miss etcdctl's short deadline; reading is safe to retry, and the last
+    // failure is the error (nothing has changed on any host yet).
+    let list: ssh.ScriptResult | undefined;
+    for (let attempt = 1; !list; attempt++) {
+      try {
+        list = await runOn(
+          through.connection,
+          `node ${through.node}`,
+          inputs.sshPrivateKey,
+          inputs.membersScript,
+          {},
+          FACTS_TIMEOUT_MS,
+        );
+      } catch (err) {
+        if (attempt >= MEMBER_LIST_ATTEMPTS) throw err;
+        pulumi.log.info(
+          `node ${through.node}: etcd's member list: ${(err as Error).message}; retrying`,
+        );
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+      }
+    }
     joinsThrough = { node: through.node, members: parseMemberList(list.stdout, through.node) };
   } else if (inputs.role === "server" && !facts.etcdData) {
     peersWithData = [];

@@ -25,6 +25,27 @@ const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
 /** A later release than the lab stack's, for the rolling upgrade. */
 const UPGRADE_TO = "v1.36.3+rke2r1";
 
+// RKE2 servers: changes one at a time, data kept (mocha runs a suite's own tests before its
+// nested suites, so these are plain tests in the order the estate goes through).
+const servers = ["20", "21", "22"];
+const history = () =>
+  servers.map((n) => unitState(Number(n), "rke2-server.service").history.length);
+/** Position in the output of a node's line matching `what`, after `from`. */
+function at(out: string, n: string, what: string, from = 0): number {
+  const found = out.slice(from).search(new RegExp(`sza1220${n}\\.local: ${what}`));
+  return found < 0 ? -1 : found + from;
+}
+/** Asserts each server restarted only after the previous one's gate passed again. */
+function assertRolling(out: string) {
+  let previousJoin = -1;
+  for (const n of servers) {
+    const restarted = at(out, n, "changed: restarted rke2-server\\.service");
+    assert.ok(restarted >= 0 && restarted > previousJoin, `.${n} restarted out of order:\n${out}`);
+    previousJoin = at(out, n, `ok: sza1220${n}\\.local joined`, restarted);
+    assert.ok(previousJoin > restarted, `.${n}'s gate did not pass after its restart`);
+  }
+}
+
 const isReject = (rule: string) => /-j REJECT --reject-with icmp-host-prohibited/.test(rule);
 
 describe("pulumi CLI on the local stack", function () {
@@ -180,116 +201,94 @@ describe("pulumi CLI on the local stack", function () {
     assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
   });
 
-  describe("RKE2 servers: changes one at a time, data kept", () => {
-    const servers = ["20", "21", "22"];
-    const history = () =>
-      servers.map((n) => unitState(Number(n), "rke2-server.service").history.length);
-    /** Position in the output of a node's line matching `what`, after `from`. */
-    const at = (out: string, n: string, what: string, from = 0) =>
-      out.slice(from).search(new RegExp(`sza1220${n}\\.local: ${what}`)) + from;
-    /** Asserts each server restarted only after the previous one's gate passed again. */
-    function assertRolling(out: string) {
-      let previousJoin = -1;
-      for (const n of servers) {
-        const restarted = at(out, n, "changed: restarted rke2-server\\.service");
-        assert.ok(
-          restarted >= 0 && restarted > previousJoin,
-          `.${n} restarted out of order:\n${out}`,
-        );
-        previousJoin = at(out, n, `ok: sza1220${n}\\.local joined`, restarted);
-        assert.ok(previousJoin > restarted, `.${n}'s gate did not pass after its restart`);
-      }
-    }
+  it("an unchanged stack restarts nothing", () => {
+    const before = history();
+    const r = pulumi("up", "--yes");
+    assert.equal(r.status, 0, r.out);
+    assert.doesNotMatch(r.out, /changed: (re)?started rke2-server/);
+    assert.deepEqual(history(), before);
+  });
 
-    it("an unchanged stack restarts nothing", () => {
-      const before = history();
-      const r = pulumi("up", "--yes");
-      assert.equal(r.status, 0, r.out);
-      assert.doesNotMatch(r.out, /changed: (re)?started rke2-server/);
-      assert.deepEqual(history(), before);
-    });
-
-    it("a config change restarts the servers one at a time, each behind its join gate", () => {
-      assert.equal(pulumi("config", "set", "--path", "rke2.etcdSnapshot.retention", "6").status, 0);
-      const preview = pulumi("preview", "--diff");
-      assert.equal(preview.status, 0, preview.out);
-      assert.match(preview.out, /management-start-sza122020\.local[\s\S]*configSha256/);
-      const r = pulumi("up", "--yes");
-      assert.equal(r.status, 0, r.out);
-      assertRolling(r.out);
-      for (const n of servers)
-        assert.match(
-          fs.readFileSync(nodeFile(Number(n), "/etc/rancher/rke2/config.yaml"), "utf8"),
-          /etcd-snapshot-retention: 6/,
-        );
-    });
-
-    it(`a version change upgrades the servers one at a time to ${UPGRADE_TO}`, () => {
-      assert.equal(pulumi("config", "set", "--path", "rke2.version", UPGRADE_TO).status, 0);
-      const r = pulumi("up", "--yes");
-      assert.equal(r.status, 0, r.out);
-      assertRolling(r.out);
-      for (const n of servers) {
-        assert.match(
-          r.out,
-          new RegExp(
-            `sza1220${n}\\.local: changed: installed RKE2 ${UPGRADE_TO.replace("+", "\\+")}`,
-          ),
-        );
-        assert.match(
-          fs.readFileSync(nodeFile(Number(n), "/usr/local/bin/rke2"), "utf8"),
-          new RegExp(UPGRADE_TO.replace("+", "\\+")),
-        );
-      }
-      assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
-    });
-
-    it("refresh sees a stopped server, a hand-edited config.yaml and a wrong installed version", async () => {
-      assert.equal((await runScript(nodeConnection(22), "systemctl stop rke2-server")).exitCode, 0);
-      fs.appendFileSync(nodeFile(21, "/etc/rancher/rke2/config.yaml"), "# edited by hand\n");
-      fs.writeFileSync(
-        nodeFile(20, "/usr/local/bin/rke2"),
-        '#!/bin/sh\necho "rke2 version v1.34.1+rke2r1 (lab-standin)"\n',
-      );
-      const r = pulumi("preview", "--refresh", "--expect-no-changes", "--diff");
-      assert.notEqual(r.status, 0, "drift of RKE2 went unnoticed");
-      for (const n of servers)
-        assert.match(r.out, new RegExp(`management-start-sza1220${n}\\.local`));
-      const up = pulumi("up", "--yes", "--refresh");
-      assert.equal(up.status, 0, up.out);
-      assert.equal(unitState(22, "rke2-server.service").active, true);
+  it("a config change restarts the servers one at a time, each behind its join gate", () => {
+    assert.equal(pulumi("config", "set", "--path", "rke2.etcdSnapshot.retention", "6").status, 0);
+    const preview = pulumi("preview", "--diff");
+    assert.equal(preview.status, 0, preview.out);
+    assert.match(preview.out, /management-start-sza122020\.local[\s\S]*configSha256/);
+    const r = pulumi("up", "--yes");
+    assert.equal(r.status, 0, r.out);
+    assertRolling(r.out);
+    for (const n of servers)
       assert.match(
-        fs.readFileSync(nodeFile(20, "/usr/local/bin/rke2"), "utf8"),
+        fs.readFileSync(nodeFile(Number(n), "/etc/rancher/rke2/config.yaml"), "utf8"),
+        /etcd-snapshot-retention: 6/,
+      );
+  });
+
+  it(`a version change upgrades the servers one at a time to ${UPGRADE_TO}`, () => {
+    assert.equal(pulumi("config", "set", "--path", "rke2.version", UPGRADE_TO).status, 0);
+    const r = pulumi("up", "--yes");
+    assert.equal(r.status, 0, r.out);
+    assertRolling(r.out);
+    for (const n of servers) {
+      assert.match(
+        r.out,
+        new RegExp(
+          `sza1220${n}\\.local: changed: installed RKE2 ${UPGRADE_TO.replace("+", "\\+")}`,
+        ),
+      );
+      assert.match(
+        fs.readFileSync(nodeFile(Number(n), "/usr/local/bin/rke2"), "utf8"),
         new RegExp(UPGRADE_TO.replace("+", "\\+")),
       );
-      assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
-    });
+    }
+    assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
+  });
 
-    it("a rebuilt first server is refused a new cluster; the others keep their etcd data", async () => {
-      const db = nodeFile(20, "/var/lib/rancher/rke2/server/db");
-      const dataOf = (n: number) =>
-        fs.readdirSync(path.join(nodeFile(n, "/var/lib/rancher/rke2/server/db"), "etcd", "member"));
-      const kept = [dataOf(21), dataOf(22)];
-      assert.equal((await runScript(nodeConnection(20), "systemctl stop rke2-server")).exitCode, 0);
-      fs.renameSync(db, `${db}.rebuilt-by-test`);
-      try {
-        const r = pulumi("up", "--yes", "--refresh");
-        assert.notEqual(r.status, 0, r.out);
-        assert.match(
-          r.out,
-          /sza122020\.local is listed first and holds no etcd data.*sza122021\.local, sza122022\.local already hold etcd data\. Nothing was changed/,
-        );
-        assert.equal(fs.existsSync(db), false, "a new cluster was started on .20");
-        assert.deepEqual([dataOf(21), dataOf(22)], kept);
-        for (const n of [21, 22]) assert.equal(unitState(n, "rke2-server.service").active, true);
-      } finally {
-        fs.rmSync(db, { recursive: true, force: true });
-        fs.renameSync(`${db}.rebuilt-by-test`, db);
-      }
+  it("refresh sees a stopped server, a hand-edited config.yaml and a wrong installed version", async () => {
+    assert.equal((await runScript(nodeConnection(22), "systemctl stop rke2-server")).exitCode, 0);
+    fs.appendFileSync(nodeFile(21, "/etc/rancher/rke2/config.yaml"), "# edited by hand\n");
+    fs.writeFileSync(
+      nodeFile(20, "/usr/local/bin/rke2"),
+      '#!/bin/sh\necho "rke2 version v1.34.1+rke2r1 (lab-standin)"\n',
+    );
+    const r = pulumi("preview", "--refresh", "--expect-no-changes", "--diff");
+    assert.notEqual(r.status, 0, "drift of RKE2 went unnoticed");
+    for (const n of servers)
+      assert.match(r.out, new RegExp(`management-start-sza1220${n}\\.local`));
+    const up = pulumi("up", "--yes", "--refresh");
+    assert.equal(up.status, 0, up.out);
+    assert.equal(unitState(22, "rke2-server.service").active, true);
+    assert.match(
+      fs.readFileSync(nodeFile(20, "/usr/local/bin/rke2"), "utf8"),
+      new RegExp(UPGRADE_TO.replace("+", "\\+")),
+    );
+    assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
+  });
+
+  it("a rebuilt first server is refused a new cluster; the others keep their etcd data", async () => {
+    const db = nodeFile(20, "/var/lib/rancher/rke2/server/db");
+    const dataOf = (n: number) =>
+      fs.readdirSync(path.join(nodeFile(n, "/var/lib/rancher/rke2/server/db"), "etcd", "member"));
+    const kept = [dataOf(21), dataOf(22)];
+    assert.equal((await runScript(nodeConnection(20), "systemctl stop rke2-server")).exitCode, 0);
+    fs.renameSync(db, `${db}.rebuilt-by-test`);
+    try {
       const r = pulumi("up", "--yes", "--refresh");
-      assert.equal(r.status, 0, r.out);
-      assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
-    });
+      assert.notEqual(r.status, 0, r.out);
+      assert.match(
+        r.out,
+        /sza122020\.local is listed first and holds no etcd data.*sza122021\.local, sza122022\.local already hold etcd data\. Nothing was changed/,
+      );
+      assert.equal(fs.existsSync(db), false, "a new cluster was started on .20");
+      assert.deepEqual([dataOf(21), dataOf(22)], kept);
+      for (const n of [21, 22]) assert.equal(unitState(n, "rke2-server.service").active, true);
+    } finally {
+      fs.rmSync(db, { recursive: true, force: true });
+      fs.renameSync(`${db}.rebuilt-by-test`, db);
+    }
+    const r = pulumi("up", "--yes", "--refresh");
+    assert.equal(r.status, 0, r.out);
+    assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
   });
 
   it("an unreachable node fails with its name and address while the others converge", () => {
