@@ -1,5 +1,20 @@
 import { Client } from "ssh2";
-import { blobOfKeyLine, fingerprintOfBlob, fingerprintOfKeyLine } from "./host-key";
+import {
+  blobOfKeyLine,
+  fingerprintOfBlob,
+  fingerprintOfKeyLine,
+  hostKeyAlgorithms,
+} from "./host-key";
+import {
+  HOST_STEP_MARKER,
+  hostStepBounds,
+  hostStepCommand,
+  hostStepOutcome,
+  lockFileName,
+} from "./host-step";
+import { shellQuote } from "./shell-quote";
+
+export { shellQuote };
 
 /** A host's SSH address with its pinned key: what every SSH-backed resource records as `connection`. */
 export interface PinnedTarget {
@@ -35,12 +50,16 @@ export interface RunScriptOptions {
   readonly params?: Readonly<Record<string, string>>;
   /** Bound for connecting (ms). */
   readonly connectTimeoutMs?: number;
-  /** Bound for the whole script (ms). */
+  /** Bound for the whole script (ms). When it passes, the session is closed; without a pty the
+   * host's shell is not told, so the script may still run there (runHostScript stops it). */
   readonly timeoutMs?: number;
   /** Called with each complete stderr line, for progress in the Pulumi log. */
   readonly onProgress?: (line: string) => void;
   /** Cuts the session when aborted, as a dropped connection would. */
   readonly signal?: AbortSignal;
+  /** The command the host runs, reading the script from its stdin (default `bash -s`). It shows
+   * in the host's process list: never put the script or a parameter in it. */
+  readonly command?: string;
 }
 
 /**
@@ -68,11 +87,6 @@ export function scriptWithParams(script: string, params: Readonly<Record<string,
   return `${preamble}\n${script}\n`;
 }
 
-/** Quotes a value for a POSIX shell assignment. */
-export function shellQuote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
-}
-
 /**
  * Runs one bash script on a host in one SSH session: the script arrives on stdin, so nothing
  * of it (or of its parameters) shows in the host's process list or in any log line here.
@@ -83,7 +97,14 @@ export function runScript(
   options: RunScriptOptions = {},
 ): Promise<ScriptResult> {
   const where = `${conn.user}@${conn.host}:${conn.port}`;
-  const expected = blobOfKeyLine(conn.hostKey);
+  let expected: Buffer;
+  let algorithms: ReturnType<typeof hostKeyAlgorithms>;
+  try {
+    expected = blobOfKeyLine(conn.hostKey);
+    algorithms = hostKeyAlgorithms(conn.hostKey, where);
+  } catch (err) {
+    return Promise.reject(sshError((err as Error).message));
+  }
   let presented: Buffer | undefined;
   return new Promise<ScriptResult>((resolve, reject) => {
     const client = new Client();
@@ -103,6 +124,14 @@ export function runScript(
           sshError(
             `host key of ${where} does not match the pinned key: expected ${fingerprintOfKeyLine(conn.hostKey)}, ` +
               `presented ${fingerprintOfBlob(presented)}. If the host was rebuilt, verify the new key on its console ` +
+              `and update hostKey in the stack config; otherwise treat this as an attack.`,
+          ),
+        );
+      } else if (err.level === "handshake" && /no matching host key format/.test(err.message)) {
+        finish(
+          sshError(
+            `host ${where} has no host key of the pinned key's type (it offers none of ` +
+              `${algorithms.join(", ")}). If the host was rebuilt, verify its key on its console ` +
               `and update hostKey in the stack config; otherwise treat this as an attack.`,
           ),
         );
@@ -127,7 +156,7 @@ export function runScript(
       }
     });
     client.on("ready", () => {
-      client.exec("bash -s", (err, stream) => {
+      client.exec(options.command ?? "bash -s", (err, stream) => {
         if (err) return finish(sshError(`cannot start a shell on ${where}: ${err.message}`));
         let stdout = "";
         let stderr = "";
@@ -143,10 +172,16 @@ export function runScript(
         });
         stream.on("close", (code: number | null, signal?: string) => {
           if (partial) options.onProgress?.(partial);
-          if (code === null || code === undefined) {
+          if (signal) {
             finish(
               sshError(
-                `the SSH session to ${where} ended before the script finished${signal ? ` (signal ${signal})` : ""}; re-run to converge.`,
+                `the SSH session to ${where} ended before the script finished: it was killed there by ${signal}; re-run to converge.`,
+              ),
+            );
+          } else if (code === null || code === undefined) {
+            finish(
+              sshError(
+                `the SSH session to ${where} ended before the script finished; it may still be running there.`,
               ),
             );
           } else {
@@ -163,7 +198,7 @@ export function runScript(
       () =>
         finish(
           sshError(
-            `the SSH session to ${where} was cut before the script finished; re-run to converge.`,
+            `the SSH session to ${where} was cut before the script finished; it may still be running there.`,
           ),
         ),
       { once: true },
@@ -173,7 +208,7 @@ export function runScript(
         () =>
           finish(
             sshError(
-              `script on ${where} did not finish within ${options.timeoutMs} ms; it is safe to re-run.`,
+              `script on ${where} did not finish within ${options.timeoutMs} ms; the session was closed, but the script may still be running there.`,
             ),
           ),
         options.timeoutMs,
@@ -185,6 +220,8 @@ export function runScript(
       username: conn.user,
       privateKey: conn.privateKey,
       readyTimeout: options.connectTimeoutMs ?? 15000,
+      // Only the pinned key's algorithms, so the server presents the pinned key.
+      algorithms: { serverHostKey: algorithms },
       hostVerifier: (key: Buffer) => {
         presented = key;
         return key.equals(expected);
@@ -197,15 +234,22 @@ export interface HostScriptOptions {
   /** Names the host in messages and log lines, e.g. the node name. */
   readonly label: string;
   readonly params?: Readonly<Record<string, string>>;
+  /** Bound for the step (ms). The host stops the script a few seconds before it. */
   readonly timeoutMs: number;
   /** Echo the script's stderr lines into the Pulumi log (dynamic providers have no engine
    * connection; the engine shows what they print). */
   readonly log?: (line: string) => void;
+  /** The host-side lock that keeps two runs of one resource's step from overlapping: a file
+   * name of letters, digits, "_", "." and "-". Default: derived from the label. */
+  readonly lockName?: string;
 }
 
 /**
  * What every SSH-backed provider does: run one script on a pinned host, and turn an SSH fault
  * or a non-zero exit into one error that names the host and the script's reason.
+ * On the host the script runs under a per-resource lock (a second run waits briefly, then fails
+ * while the first is still active) and under `timeout`, so a step that overruns is stopped
+ * there before this call returns, not left running unseen.
  */
 export async function runHostScript(
   target: PinnedTarget,
@@ -213,14 +257,50 @@ export async function runHostScript(
   script: string,
   options: HostScriptOptions,
 ): Promise<ScriptResult> {
+  const label = options.label;
+  const bounds = hostStepBounds(options.timeoutMs);
+  let lockFile: string;
+  try {
+    lockFile = lockFileName(label, options.lockName);
+  } catch (err) {
+    throw new Error(`${label}: ${(err as Error).message}`);
+  }
+  const log = options.log;
   const result = await runScript({ ...target, privateKey }, script, {
     params: options.params,
-    timeoutMs: options.timeoutMs,
-    onProgress: options.log && ((line) => options.log!(`${options.label}: ${line}`)),
+    timeoutMs: bounds.clientBoundMs,
+    command: hostStepCommand(lockFile, bounds),
+    onProgress:
+      log &&
+      ((line) => {
+        // host-step.sh's markers are for this function, not for the log.
+        const at = line.indexOf(HOST_STEP_MARKER);
+        if (at < 0) log(`${label}: ${line}`);
+        else if (at > 0) log(`${label}: ${line.slice(0, at)}`);
+      }),
   }).catch((err: Error) => {
-    throw new Error(`${options.label}: ${err.message}`);
+    throw new Error(`${label}: ${err.message}`);
   });
-  if (result.exitCode !== 0) throw new Error(`${options.label}: ${failureReason(result)}`);
+  const outcome = hostStepOutcome(result);
+  switch (outcome.kind) {
+    case "lock-busy":
+      throw new Error(
+        `${label}: another run is still active on ${target.host} (it holds ${outcome.lockFile}; ` +
+          `waited ${bounds.lockWaitSeconds} s); let it finish or stop it there, then re-run.`,
+      );
+    case "timed-out":
+      throw new Error(
+        `${label}: timed out on ${target.host} after ${bounds.scriptSeconds} s; the script was ` +
+          `stopped there; re-run to converge.`,
+      );
+    case "finished":
+      break;
+    default: {
+      const unexpected: never = outcome;
+      throw new Error(`unexpected outcome ${JSON.stringify(unexpected)}`);
+    }
+  }
+  if (result.exitCode !== 0) throw new Error(`${label}: ${failureReason(result)}`);
   return result;
 }
 

@@ -123,6 +123,7 @@ const K8S_NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const RKE2_VERSION = /^v1\.\d+\.\d+\+rke2r\d+$/;
 const HOST_KEY =
   /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp256|ecdsa-sha2-nistp384|ecdsa-sha2-nistp521) [A-Za-z0-9+/]+={0,3}$/;
+const LIBVIRT_NETWORK = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 const CRON_FIELD = /^[\d*/,-]+$/;
 const CNIS: readonly Cni[] = ["calico", "canal", "cilium", "flannel"];
 const PROXY_MODES: readonly KubeProxyMode[] = ["ipvs", "iptables"];
@@ -288,6 +289,15 @@ function readLibvirt(r: ConfigReader, value: unknown): LibvirtSettings | undefin
   if (!o) return undefined;
   const ssh = readSsh(r, o.ssh, "libvirt.ssh", undefined, "the libvirt host");
   const network = r.string(o.network, "libvirt.network") ?? "default";
+  // The name reaches `virsh net-update <network>` as an argument: one starting with "-" would be
+  // read as an option.
+  if (!LIBVIRT_NETWORK.test(network)) {
+    r.problem(
+      "libvirt.network",
+      `"${network}" is not a libvirt network name; use the name \`virsh net-list --all\` shows ` +
+        `on the KVM host (letters, digits, "_", "." and "-", not starting with "." or "-").`,
+    );
+  }
   const subnet = readCidr(r, o.subnet, "libvirt.subnet", "192.168.122.0/24");
   const records: Record<string, string[]> = {};
   const rawRecords = r.object(o.dnsRecords, "libvirt.dnsRecords") ?? {};

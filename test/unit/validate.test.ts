@@ -113,6 +113,21 @@ describe("stack config validation", () => {
     });
   });
 
+  describe("libvirt network", () => {
+    it("rejects a network name that virsh would read as an option", () => {
+      const problem = problemAt(
+        problemsOf(labWith("libvirt.network", "--help")),
+        "libvirt.network",
+      );
+      assert.match(problem.message, /"--help" is not a libvirt network name/);
+      assert.match(problem.message, /virsh net-list --all/);
+    });
+
+    it("accepts a network name with dots, dashes and underscores", () => {
+      assert.deepEqual(problemsOf(labWith("libvirt.network", "lab_net-2.a")), []);
+    });
+  });
+
   describe("nodes", () => {
     it("rejects a node name used twice, naming the first node", () => {
       const problem = problemAt(
