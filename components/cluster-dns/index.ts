@@ -75,7 +75,11 @@ export class ClusterDns extends pulumi.ComponentResource {
 
     switch (delivery.kind) {
       case "helmChartConfig": {
-        const k8sOpts = { parent: this, provider: delivery.provider };
+        // Retained on delete, as the server manifest is: `pulumi destroy` must not hand the
+        // cluster back to the chart's Corefile (seed 000) nor drop the DNS egress policies
+        // (seed 001). Pulumi then skips the provider's Delete and only forgets the objects
+        // (pulumi.com docs/iac/concepts/resources/options/retainondelete/).
+        const k8sOpts = { parent: this, provider: delivery.provider, retainOnDelete: true };
         new k8s.apiextensions.CustomResource(
           `${name}-rke2-coredns`,
           helmChartConfig as k8s.apiextensions.CustomResourceArgs,

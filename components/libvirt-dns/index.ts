@@ -5,7 +5,14 @@ import { pinnedTarget } from "../ssh/run-script";
 import { libvirtDnsProvider, LibvirtDnsState } from "./provider";
 import { DnsHostRecord, dnsHostRecords } from "./render";
 
-export { dnsHostRecords, renderDnsHostXml, renderDnsHostDeleteXml, parseDnsHosts } from "./render";
+export {
+  dnsHostRecords,
+  renderDnsHostXml,
+  renderDnsHostDeleteXml,
+  parseDnsHosts,
+  planDnsHosts,
+  dnsHostOwnership,
+} from "./render";
 export type { DnsHostRecord } from "./render";
 
 export const LIBVIRT_DNS_RESOURCE_TYPE = "pulumi-nodejs:dynamic/libvirt:DnsHostRecords";
@@ -36,6 +43,7 @@ export interface LibvirtDnsRecordsArgs {
 class DnsHostRecordsResource extends pulumi.dynamic.Resource {
   declare readonly records: pulumi.Output<LibvirtDnsState["records"] | undefined>;
   declare readonly unmanagedRecords: pulumi.Output<LibvirtDnsState["unmanagedRecords"]>;
+  declare readonly foreignHostnames: pulumi.Output<LibvirtDnsState["foreignHostnames"]>;
 
   constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
     super(libvirtDnsProvider, name, props, opts, "libvirt", "DnsHostRecords");
@@ -44,14 +52,18 @@ class DnsHostRecordsResource extends pulumi.dynamic.Resource {
 
 /**
  * Static `<dns><host>` records in a libvirt network's dnsmasq (seed 000: the Rancher hostname
- * resolves through them). Records owned here are matched by IP; others are left alone and
- * reported. `pulumi refresh` reads the network back, so hand edits show as drift.
+ * resolves through them). Records owned here are matched by IP; records on other IPs are left
+ * alone and reported. A name added by hand to an IP owned here is kept in that IP's record
+ * (merged, with a warning) and never deleted. `pulumi refresh` reads the network back, so hand
+ * edits of the owned names show as drift.
  */
 export class LibvirtDnsRecords extends pulumi.ComponentResource {
   /** The owned records as found on the network after the last update or refresh. */
   public readonly records: pulumi.Output<DnsHostRecord[]>;
   /** Records on the network not owned by this stack. */
   public readonly unmanagedRecords: pulumi.Output<DnsHostRecord[]>;
+  /** Names on this stack's IPs that it does not own; kept in those records. */
+  public readonly foreignHostnames: pulumi.Output<DnsHostRecord[]>;
 
   constructor(name: string, args: LibvirtDnsRecordsArgs, opts?: pulumi.ComponentResourceOptions) {
     super("rke2remediation:libvirt:DnsRecords", name, {}, opts);
@@ -65,6 +77,7 @@ export class LibvirtDnsRecords extends pulumi.ComponentResource {
       records: dnsHostRecords(args.records),
       script: componentFile(__dirname, "network.sh"),
       unmanagedRecords: undefined,
+      foreignHostnames: undefined,
       domain: undefined,
       dhcpDomain: args.dhcpDomain,
       configuredDomain: undefined,
@@ -79,6 +92,7 @@ export class LibvirtDnsRecords extends pulumi.ComponentResource {
     });
     this.records = state.records.apply((r) => [...(r ?? [])]);
     this.unmanagedRecords = state.unmanagedRecords.apply((r) => [...(r ?? [])]);
+    this.foreignHostnames = state.foreignHostnames.apply((r) => [...(r ?? [])]);
     this.unmanagedRecords.apply((unmanaged) => {
       if (unmanaged.length > 0) {
         const list = unmanaged.map((r) => `${r.ip} ${r.hostnames.join(",")}`).join("; ");
@@ -88,6 +102,10 @@ export class LibvirtDnsRecords extends pulumi.ComponentResource {
         );
       }
     });
-    this.registerOutputs({ records: this.records, unmanagedRecords: this.unmanagedRecords });
+    this.registerOutputs({
+      records: this.records,
+      unmanagedRecords: this.unmanagedRecords,
+      foreignHostnames: this.foreignHostnames,
+    });
   }
 }

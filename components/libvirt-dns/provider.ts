@@ -14,8 +14,13 @@ export interface LibvirtDnsState {
   readonly sshPrivateKey: string;
   readonly network: string;
   readonly subnet: string;
-  /** Records this resource owns (by IP), as desired on input and as found on output. */
+  /**
+   * Records this resource owns, as desired on input and as found on output: on output only the
+   * names it owns, on the IPs it owns.
+   */
   readonly records: readonly xml.DnsHostRecord[];
+  /** Names on this resource's IPs that it does not own (added by hand); kept, never deleted. */
+  readonly foreignHostnames?: readonly xml.DnsHostRecord[];
   /** Records on the network that this resource does not own; left alone. */
   readonly unmanagedRecords?: readonly xml.DnsHostRecord[];
   /** The network's DNS domain as found live. */
@@ -32,7 +37,13 @@ export interface LibvirtDnsState {
 
 async function runNetworkScript(
   state: LibvirtDnsState,
-  params: { ACTION: "read" | "apply"; DELETE?: string; ADD?: string; DOMAIN?: string },
+  params: {
+    ACTION: "read" | "apply";
+    ADD?: string;
+    MODIFY?: string;
+    DELETE?: string;
+    DOMAIN?: string;
+  },
 ): Promise<string> {
   const result = await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
     label: `libvirt host ${state.connection.host}, network ${state.network}`,
@@ -43,62 +54,89 @@ async function runNetworkScript(
   return result.stdout;
 }
 
+/** The state as found: `claimed` says which names on which IPs this resource owns. */
 function observe(
   state: LibvirtDnsState,
   networkXml: string,
-  ownedIps: ReadonlySet<string>,
+  claimed: readonly xml.DnsHostRecord[],
 ): LibvirtDnsState {
-  const all = xml.parseDnsHosts(networkXml);
+  const split = xml.dnsHostOwnership(xml.parseDnsHosts(networkXml), claimed);
   return {
     ...state,
-    records: all.filter((r) => ownedIps.has(r.ip)),
-    unmanagedRecords: all.filter((r) => !ownedIps.has(r.ip)),
+    records: split.owned,
+    foreignHostnames: split.foreign,
+    unmanagedRecords: split.unmanaged,
     domain: xml.parseNetworkDomain(networkXml),
     configuredDomain: xml.parsePersistentDomain(networkXml),
   };
 }
 
-/** Converges the network to `desired`, touching only IPs in `owned`; one read, then one apply. */
+function warnForeign(state: LibvirtDnsState, foreign: readonly xml.DnsHostRecord[]): void {
+  for (const r of foreign) {
+    pulumi.log.warn(
+      `network ${state.network}: ${r.ip} also carries ${r.hostnames.join(", ")}, which this stack ` +
+        `does not own; kept in the record for ${r.ip} (merged), never deleted.`,
+    );
+  }
+}
+
+/**
+ * Converges the network to `desired`. `claimed` lists the names this resource held before (by
+ * IP); names on those IPs that neither list holds belong to someone else and are kept.
+ * One read, then at most one apply.
+ */
 async function converge(
   desired: LibvirtDnsState,
-  owned: ReadonlySet<string>,
+  claimed: readonly xml.DnsHostRecord[],
 ): Promise<LibvirtDnsState> {
   // Read first, so an unchanged network gets no net-update at all.
   const before = await runNetworkScript(desired, { ACTION: "read" });
-  const actual = xml.parseDnsHosts(before);
-  const wanted = new Map(desired.records.map((r) => [r.ip, r]));
-  const deletes = actual
-    .filter((r) => owned.has(r.ip) && !(wanted.has(r.ip) && xml.sameRecord(r, wanted.get(r.ip)!)))
-    .map((r) => r.ip);
-  const adds = desired.records.filter((r) => !actual.some((a) => xml.sameRecord(a, r)));
-  const allOwned = new Set([...owned, ...wanted.keys()]);
+  const plan = xml.planDnsHosts(xml.parseDnsHosts(before), desired.records, claimed);
+  warnForeign(desired, plan.foreign);
   const domainChange =
     desired.dhcpDomain !== undefined && xml.parsePersistentDomain(before) !== desired.dhcpDomain;
-  if (deletes.length === 0 && adds.length === 0 && !domainChange) {
-    return { ...observe(desired, before, allOwned), lastChanges: [] };
+  const nothingToDo = plan.add.length + plan.modify.length + plan.remove.length === 0;
+  if (nothingToDo && !domainChange) {
+    return { ...observe(desired, before, desired.records), lastChanges: [] };
   }
   const after = await runNetworkScript(desired, {
     ACTION: "apply",
-    DELETE: deletes.join("\n"),
-    ADD: adds.map(xml.renderDnsHostXml).join("\n"),
+    ADD: plan.add.map(xml.renderDnsHostXml).join("\n"),
+    MODIFY: plan.modify.map(xml.renderDnsHostXml).join("\n"),
+    DELETE: plan.remove.join("\n"),
     DOMAIN: desired.dhcpDomain ?? "",
   });
+  const replaced = new Set(xml.parseReplacedWithoutModify(after));
+  for (const ip of replaced) {
+    pulumi.log.warn(
+      `network ${desired.network}: libvirt on ${desired.connection.host} refuses to modify a ` +
+        `dns-host record (libvirt before 10.6), so the record for ${ip} was deleted and added ` +
+        `back; its names went unanswered for a moment.`,
+    );
+  }
   const lastChanges = [
     ...(domainChange
       ? [`set DHCP domain ${desired.dhcpDomain} (applies at the next network restart)`]
       : []),
-    ...deletes.map((ip) => `removed dns-host ${ip}`),
-    ...adds.map((r) => `added dns-host ${r.ip} ${r.hostnames.join(",")}`),
+    ...plan.add.map((r) => `added dns-host ${r.ip} ${r.hostnames.join(",")}`),
+    ...plan.modify.map(
+      (r) =>
+        `${replaced.has(r.ip) ? "replaced (delete + add)" : "modified"} dns-host ${r.ip} ` +
+        r.hostnames.join(","),
+    ),
+    ...plan.remove.map((ip) => `removed dns-host ${ip}`),
   ];
-  return { ...observe(desired, after, allOwned), lastChanges };
-}
-
-function ipsOf(records: readonly xml.DnsHostRecord[]): Set<string> {
-  return new Set(records.map((r) => r.ip));
+  return { ...observe(desired, after, desired.records), lastChanges };
 }
 
 function key(records: readonly xml.DnsHostRecord[]): string {
   return JSON.stringify([...records].sort((a, b) => a.ip.localeCompare(b.ip)));
+}
+
+/** What a stored state claims: its records, and the IPs it found foreign names on. */
+function claimsOf(state: LibvirtDnsState): xml.DnsHostRecord[] {
+  const foreignIps = (state.foreignHostnames ?? []).map((r) => ({ ip: r.ip, hostnames: [] }));
+  return [...state.records, ...foreignIps];
 }
 
 export const libvirtDnsProvider: pulumi.dynamic.ResourceProvider = {
@@ -117,13 +155,13 @@ export const libvirtDnsProvider: pulumi.dynamic.ResourceProvider = {
   },
 
   async create(inputs: LibvirtDnsState): Promise<pulumi.dynamic.CreateResult> {
-    const outs = await converge(inputs, ipsOf(inputs.records));
+    const outs = await converge(inputs, inputs.records);
     return { id: `${inputs.connection.host}/${inputs.network}/dns-hosts`, outs };
   },
 
   async read(id: string, props: LibvirtDnsState): Promise<pulumi.dynamic.ReadResult> {
     const networkXml = await runNetworkScript(props, { ACTION: "read" });
-    return { id, props: observe(props, networkXml, ipsOf(props.records)) };
+    return { id, props: observe(props, networkXml, claimsOf(props)) };
   },
 
   async update(
@@ -131,11 +169,13 @@ export const libvirtDnsProvider: pulumi.dynamic.ResourceProvider = {
     olds: LibvirtDnsState,
     news: LibvirtDnsState,
   ): Promise<pulumi.dynamic.UpdateResult> {
-    const owned = new Set([...ipsOf(olds.records), ...ipsOf(news.records)]);
-    return { outs: await converge(news, owned) };
+    return { outs: await converge(news, claimsOf(olds)) };
   },
 
+  // Removes only this resource's names; a record that also carries foreign names stays, with
+  // them. (The component retains this resource on `pulumi destroy`; this runs when retention
+  // is lifted or the provider is driven directly.)
   async delete(_id: string, props: LibvirtDnsState): Promise<void> {
-    await converge({ ...props, records: [] }, ipsOf(props.records));
+    await converge({ ...props, records: [] }, claimsOf(props));
   },
 };

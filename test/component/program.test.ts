@@ -152,6 +152,21 @@ describe("program (Pulumi mocks)", function () {
     assert.equal(manifests.length, 0);
   });
 
+  it("keeps the HelmChartConfig and the DNS egress policies on destroy (retainOnDelete)", async () => {
+    const viaApi = {
+      ...model,
+      management: { ...model.management, dnsDelivery: "helmChartConfig" as const },
+    };
+    const recorded = await record(viaApi);
+    const delivered = recorded.filter(
+      (r) =>
+        r.type === "kubernetes:helm.cattle.io/v1:HelmChartConfig" ||
+        r.type === "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+    );
+    assert.equal(delivered.length, 3);
+    for (const r of delivered) assert.equal(r.retainOnDelete, true, `${r.type} ${r.name}`);
+  });
+
   describe("RKE2 servers", () => {
     const urnOf = (type: string, name: string) =>
       resources.find((r) => r.type === type && r.name === name)!.urn;

@@ -1,7 +1,10 @@
 import * as assert from "assert/strict";
 import {
+  dnsHostOwnership,
   dnsHostRecords,
   parseDnsHosts,
+  parseReplacedWithoutModify,
+  planDnsHosts,
   renderDnsHostDeleteXml,
   renderDnsHostXml,
 } from "../../components/libvirt-dns/render";
@@ -141,5 +144,84 @@ describe("libvirt DNS host records", () => {
       const xml = `<network><dns>${records.map(renderDnsHostXml).join("")}</dns></network>`;
       assert.deepEqual(parseDnsHosts(xml), records);
     });
+  });
+
+  describe("planDnsHosts", () => {
+    const seed = dnsHostRecords({ "ai-ear.cn": ["192.168.122.20", "192.168.122.21"] });
+    const handAdded = { ip: "192.168.122.21", hostnames: ["ai-ear.cn", "backup.lab"] };
+
+    it("changes nothing when the network already holds exactly the stack's records", () => {
+      const plan = planDnsHosts(seed, seed, seed);
+      assert.deepEqual(plan, { add: [], modify: [], remove: [], foreign: [] });
+    });
+
+    it("keeps a hand-added name on a managed IP: no change, reported as foreign", () => {
+      const actual = [seed[0], handAdded];
+      const plan = planDnsHosts(actual, seed, seed);
+      assert.deepEqual(plan.modify, []);
+      assert.deepEqual(plan.remove, []);
+      assert.deepEqual(plan.foreign, [{ ip: "192.168.122.21", hostnames: ["backup.lab"] }]);
+    });
+
+    it("restores the stack's name into the record that kept a hand-made name", () => {
+      const actual = [seed[0], { ip: "192.168.122.21", hostnames: ["backup.lab"] }];
+      const plan = planDnsHosts(actual, seed, seed);
+      assert.deepEqual(plan.modify, [handAdded]);
+      assert.deepEqual(plan.add, []);
+    });
+
+    it("renames with one modify of the IP's record, never a delete", () => {
+      const renamed = dnsHostRecords({
+        "ai-ear.cn": ["192.168.122.20"],
+        "new.lab": ["192.168.122.21"],
+      });
+      const plan = planDnsHosts(seed, renamed, seed);
+      assert.deepEqual(plan, {
+        add: [],
+        modify: [{ ip: "192.168.122.21", hostnames: ["new.lab"] }],
+        remove: [],
+        foreign: [],
+      });
+    });
+
+    it("renames around a hand-made name, which stays in the record", () => {
+      const renamed = dnsHostRecords({
+        "ai-ear.cn": ["192.168.122.20"],
+        "new.lab": ["192.168.122.21"],
+      });
+      const plan = planDnsHosts([seed[0], handAdded], renamed, seed);
+      assert.deepEqual(plan.modify, [
+        { ip: "192.168.122.21", hostnames: ["backup.lab", "new.lab"] },
+      ]);
+    });
+
+    it("on delete removes only the stack's names; a record with foreign names stays with them", () => {
+      const plan = planDnsHosts([seed[0], handAdded], [], seed);
+      assert.deepEqual(plan.remove, ["192.168.122.20"]);
+      assert.deepEqual(plan.modify, [{ ip: "192.168.122.21", hostnames: ["backup.lab"] }]);
+    });
+
+    it("adds a record for an IP the network lacks and never touches unmanaged IPs", () => {
+      const other = { ip: "192.168.122.50", hostnames: ["ai-ear.cn"] };
+      const plan = planDnsHosts([seed[0], other], seed, seed);
+      assert.deepEqual(plan.add, [seed[1]]);
+      assert.deepEqual([...plan.modify, ...plan.remove], []);
+    });
+  });
+
+  describe("dnsHostOwnership", () => {
+    it("splits a network into the stack's names, foreign names on its IPs, and other IPs", () => {
+      const claimed = [{ ip: "192.168.122.20", hostnames: ["ai-ear.cn"] }];
+      assert.deepEqual(dnsHostOwnership(parseDnsHosts(DUMPXML_WITH_HOSTS), claimed), {
+        owned: claimed,
+        foreign: [{ ip: "192.168.122.20", hostnames: ["rancher.ai-ear.cn"] }],
+        unmanaged: [{ ip: "192.168.122.9", hostnames: ["registry.local"] }],
+      });
+    });
+  });
+
+  it("reads the markers network.sh prints for records replaced without modify", () => {
+    const out = "<!-- replaced without modify: 192.168.122.21 -->\n<network/>";
+    assert.deepEqual(parseReplacedWithoutModify(out), ["192.168.122.21"]);
   });
 });
