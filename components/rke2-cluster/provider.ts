@@ -219,7 +219,8 @@ const PLAIN_INPUTS = [
 export function nodeStartChanges(olds: NodeStartState, news: NodeStartInputs): string[] {
   const why: string[] = [];
   if ((olds.installedVersion ?? olds.version) !== news.version) why.push("version");
-  if (olds.configSha256 !== news.configSha256) why.push("configSha256");
+  if (olds.configSha256 !== undefined && olds.configSha256 !== news.configSha256)
+    why.push("configSha256");
   if (olds.active === false) why.push("active");
   // A learner is on its way in (the join gate waits for it); a server etcd does not list, or
   // whose etcd does not answer, has drifted.

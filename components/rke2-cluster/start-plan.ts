@@ -74,8 +74,11 @@ export interface StartContext {
   /** create: the resource is new in the stack; update: it existed. */
   readonly operation: "create" | "update";
   readonly desired: { readonly version: string; readonly configSha256: string };
-  /** On update: the version and config hash last applied or found (stack state). */
-  readonly previous?: { readonly version: string; readonly configSha256: string };
+  /**
+   * On update: the version and config hash last applied or found (stack state). A state
+   * written before the hash was recorded has none: the config is then not taken as changed.
+   */
+  readonly previous?: { readonly version: string; readonly configSha256?: string };
   readonly facts: NodeFacts;
   /** A joining server: the server it joins through and that server's member list. */
   readonly joinsThrough?: { readonly node: string; readonly members: EtcdMemberList };
@@ -157,7 +160,9 @@ export function decideStart(ctx: StartContext): StartDecision {
     reasons.push(`it runs ${facts.version}, the stack asks for ${desired.version}`);
   else if (!facts.unit) reasons.push(`rke2-${ctx.role}.service is not installed`);
   const configChanged =
-    ctx.operation === "update" && ctx.previous?.configSha256 !== desired.configSha256;
+    ctx.operation === "update" &&
+    ctx.previous?.configSha256 !== undefined &&
+    ctx.previous.configSha256 !== desired.configSha256;
   if (configChanged) reasons.push("its config.yaml changed");
   let action: StartDecision["action"] = "start";
   if (facts.active && !moveStale) action = install || configChanged ? "restart" : "verify";

@@ -165,6 +165,15 @@ describe("RKE2 start decisions: changes are applied, nothing else restarts", () 
     assert.deepEqual([d.install, d.action], [true, "start"]);
   });
 
+  it("does not restart for a state that recorded no config hash (written by an earlier release)", () => {
+    const d = decideStart({
+      ...base,
+      previous: { version: "v1.35.6+rke2r1" },
+      desired: { ...base.desired, configSha256: "c2" },
+    });
+    assert.equal(d.action, "verify");
+  });
+
   it("starts a stopped node", () => {
     const d = decideStart({ ...base, facts: { ...running, active: false } });
     assert.equal(d.action, "start");
