@@ -23,7 +23,7 @@ import { EnvironmentSecrets } from "./config/load";
 export interface EnvironmentOutputs {
   readonly libvirtDnsRecords?: pulumi.Output<unknown>;
   readonly preparedNodes: Record<string, pulumi.Output<boolean>>;
-  /** Nodes whose last preparation changed NetworkManager under a running RKE2: reboot them. */
+  /** Nodes whose last preparation changed NetworkManager where RKE2 was installed: reboot them. */
   readonly nodesRequiringReboot: pulumi.Output<string[]>;
   /** rke2-coredns values per downstream cluster, as Rancher chartValues YAML. */
   readonly downstreamChartValues: Record<string, string>;
