@@ -5,7 +5,11 @@ import { ClusterDns, DnsDelivery, UpstreamResolverPreflight } from "../component
 import { dnsKubeletArgs } from "../components/cluster-dns/values";
 import { Rke2Cluster } from "../components/rke2-cluster";
 import { LibvirtDnsRecords } from "../components/libvirt-dns";
-import { NodePreparation, ServerPortsPreflight } from "../components/node-preparation";
+import {
+  NodePreparation,
+  nodesRequiringReboot,
+  ServerPortsPreflight,
+} from "../components/node-preparation";
 import { RancherDownstreamCluster } from "../components/rancher-cluster";
 import {
   EnvironmentModel,
@@ -19,6 +23,8 @@ import { EnvironmentSecrets } from "./config/load";
 export interface EnvironmentOutputs {
   readonly libvirtDnsRecords?: pulumi.Output<unknown>;
   readonly preparedNodes: Record<string, pulumi.Output<boolean>>;
+  /** Nodes whose last preparation changed NetworkManager where RKE2 was installed: reboot them. */
+  readonly nodesRequiringReboot: pulumi.Output<string[]>;
   /** rke2-coredns values per downstream cluster, as Rancher chartValues YAML. */
   readonly downstreamChartValues: Record<string, string>;
   /** Per downstream cluster: Rancher's id; the kubeconfig and registration token (secrets). */
@@ -48,9 +54,15 @@ export function deployEnvironment(
   const outputs: {
     libvirtDnsRecords?: pulumi.Output<unknown>;
     preparedNodes: Record<string, pulumi.Output<boolean>>;
+    nodesRequiringReboot: pulumi.Output<string[]>;
     downstreamChartValues: Record<string, string>;
     downstreamClusters: EnvironmentOutputs["downstreamClusters"];
-  } = { preparedNodes: {}, downstreamChartValues: {}, downstreamClusters: {} };
+  } = {
+    preparedNodes: {},
+    nodesRequiringReboot: pulumi.output([]),
+    downstreamChartValues: {},
+    downstreamClusters: {},
+  };
 
   let records: LibvirtDnsRecords | undefined;
   if (model.deploy.libvirtDnsRecords) {
@@ -84,6 +96,7 @@ export function deployEnvironment(
       outputs.preparedNodes[node.name] = prepared.firewallReady;
       preparations.set(node.name, prepared);
     }
+    outputs.nodesRequiringReboot = nodesRequiringReboot([...preparations.values()]);
     // Live-state preflight: every server reaches every other one on the RKE2 ports.
     const servers = serversOf(model);
     const serverPreparations = servers.map((s) => preparations.get(s.name)!);

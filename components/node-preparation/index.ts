@@ -13,6 +13,13 @@ export {
   blockedChecks,
 } from "./preflight";
 
+/** The nodes whose last preparation asked for a reboot, in the order given. */
+export function nodesRequiringReboot(
+  preparations: readonly NodePreparation[],
+): pulumi.Output<string[]> {
+  return pulumi.all(preparations.map((p) => p.nodesRequiringReboot)).apply((lists) => lists.flat());
+}
+
 export const NODE_PREPARATION_RESOURCE_TYPE = "pulumi-nodejs:dynamic/node:Preparation";
 
 export interface NodePreparationArgs {
@@ -34,6 +41,8 @@ export interface NodePreparationArgs {
 class NodePreparationResource extends pulumi.dynamic.Resource {
   declare readonly firewallServicesDisabled: pulumi.Output<boolean>;
   declare readonly rejectRulesAbsent: pulumi.Output<boolean>;
+  declare readonly firewalldRunning: pulumi.Output<boolean | undefined>;
+  declare readonly rebootRequired: pulumi.Output<boolean | undefined>;
   declare readonly lastChanges: pulumi.Output<string[] | undefined>;
 
   constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
@@ -42,16 +51,27 @@ class NodePreparationResource extends pulumi.dynamic.Resource {
 }
 
 /**
- * Prepares one node for RKE2 (seed 003): iptables/ip6tables/firewalld services disabled (never
- * stopped), Rocky's REJECT rules removed and every other rule kept, nm-cloud-setup disabled,
- * NetworkManager told to leave kube-ipvs0 and CNI devices alone. Deleting it changes nothing on
- * the host.
+ * Prepares one node for RKE2 (seed 003): iptables/ip6tables services disabled (never stopped),
+ * firewalld disabled and stopped when its stop leaves other rules alone, Rocky's REJECT rules
+ * removed and every other rule kept, nm-cloud-setup's timer and service disabled and stopped,
+ * NetworkManager told to leave kube-ipvs0 and CNI devices alone. When that NetworkManager change
+ * lands on a node that already has RKE2, it reports `rebootRequired` and logs a warning; it never
+ * reboots. Deleting it changes nothing on the host.
  */
 export class NodePreparation extends pulumi.ComponentResource {
   /** True once the node's firewall services are disabled and its REJECT rules gone. */
   public readonly firewallReady: pulumi.Output<boolean>;
   /** What the last apply changed on the host. */
   public readonly lastChanges: pulumi.Output<string[]>;
+  /**
+   * True when the last apply changed NetworkManager's unmanaged devices on a node that already
+   * has RKE2: reboot the node (rancher/rke2-docs@9477b7b1:docs/known_issues.md). Never done here.
+   */
+  public readonly rebootRequired: pulumi.Output<boolean>;
+  /** The node's name when `rebootRequired`, else empty: concatenate these for a stack's list. */
+  public readonly nodesRequiringReboot: pulumi.Output<string[]>;
+  /** firewalld still runs (disabled; left running because stopping it would flush other rules). */
+  public readonly firewalldRunning: pulumi.Output<boolean>;
 
   constructor(name: string, args: NodePreparationArgs, opts?: pulumi.ComponentResourceOptions) {
     super("rke2remediation:node:Preparation", name, {}, opts);
@@ -81,6 +101,8 @@ export class NodePreparation extends pulumi.ComponentResource {
         rejectRulesAbsent: true,
         networkManagerConfig: renderUnmanagedDevicesConfig(args.unmanagedDevices),
         kubeIpvs0: undefined,
+        firewalldRunning: undefined,
+        rebootRequired: undefined,
         lastChanges: undefined,
       },
       { parent: this, additionalSecretOutputs: ["sshPrivateKey"] },
@@ -89,6 +111,15 @@ export class NodePreparation extends pulumi.ComponentResource {
       .all([resource.firewallServicesDisabled, resource.rejectRulesAbsent])
       .apply(([a, b]) => a && b);
     this.lastChanges = resource.lastChanges.apply((c) => c ?? []);
-    this.registerOutputs({ firewallReady: this.firewallReady, lastChanges: this.lastChanges });
+    this.rebootRequired = resource.rebootRequired.apply((r) => r === true);
+    this.nodesRequiringReboot = this.rebootRequired.apply((r) => (r ? [node.name] : []));
+    this.firewalldRunning = resource.firewalldRunning.apply((r) => r === true);
+    this.registerOutputs({
+      firewallReady: this.firewallReady,
+      lastChanges: this.lastChanges,
+      rebootRequired: this.rebootRequired,
+      nodesRequiringReboot: this.nodesRequiringReboot,
+      firewalldRunning: this.firewalldRunning,
+    });
   }
 }

@@ -16,7 +16,15 @@ export interface NodePreparationState {
   readonly bringUpKubeIpvs: boolean;
   /** iptables, ip6tables and firewalld services not enabled. */
   readonly firewallServicesDisabled: boolean;
+  /** nm-cloud-setup's service and timer neither enabled nor running. */
   readonly nmCloudSetupDisabled: boolean;
+  /** firewalld running as found; it stays running when stopping it would flush other rules. */
+  readonly firewalldRunning?: boolean;
+  /**
+   * The last apply changed the NetworkManager drop-in on a node that already has RKE2
+   * (rancher/rke2-docs@9477b7b1:docs/known_issues.md: reboot the node). Never acted on here.
+   */
+  readonly rebootRequired?: boolean;
   /** No Rocky REJECT rule in INPUT or FORWARD (IPv4 and IPv6). */
   readonly rejectRulesAbsent: boolean;
   /** Content of 99-rke2-unmanaged.conf (desired on input, found on output). */
@@ -27,21 +35,27 @@ export interface NodePreparationState {
   readonly lastChanges?: readonly string[];
 }
 
+/** `applied` is set after an apply; a read keeps what the last apply reported. */
 function observed(
   state: NodePreparationState,
   f: facts.NodeFacts,
-  lastChanges?: string[],
+  applied?: { changes: string[] },
 ): NodePreparationState {
   return {
     ...state,
     firewallServicesDisabled: [f.iptablesService, f.ip6tablesService, f.firewalldService].every(
       (s) => s !== "enabled",
     ),
-    nmCloudSetupDisabled: f.nmCloudSetupService !== "enabled" && f.nmCloudSetupTimer !== "enabled",
+    nmCloudSetupDisabled:
+      f.nmCloudSetupService !== "enabled" &&
+      f.nmCloudSetupTimer !== "enabled" &&
+      !f.nmCloudSetupActive,
+    firewalldRunning: f.firewalldActive,
     rejectRulesAbsent: f.rejectRules === 0,
     networkManagerConfig: f.networkManagerConfig,
     kubeIpvs0: f.kubeIpvs0,
-    lastChanges: lastChanges ?? state.lastChanges ?? [],
+    rebootRequired: applied ? f.rebootRequired : (state.rebootRequired ?? false),
+    lastChanges: applied?.changes ?? state.lastChanges ?? [],
   };
 }
 
@@ -50,7 +64,11 @@ async function runNodeScript(state: NodePreparationState, action: "read" | "appl
     label: `node ${state.node}`,
     params: nodeScriptParams(action, state),
     timeoutMs: 120000,
-    log: (line) => pulumi.log.info(line),
+    // The script's "warning: " lines (reboot needed, firewalld left running) are warnings.
+    log: (line) =>
+      line.startsWith(`node ${state.node}: warning: `)
+        ? pulumi.log.warn(line)
+        : pulumi.log.info(line),
   });
   return { facts: facts.parseNodeFacts(result.stdout), changes: ssh.changedLines(result) };
 }
@@ -115,7 +133,7 @@ export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
     const { facts: f, changes } = await runNodeScript(inputs, "apply");
     return {
       id: `${inputs.node}/node-preparation`,
-      outs: assertConverged(inputs, observed(inputs, f, changes)),
+      outs: assertConverged(inputs, observed(inputs, f, { changes })),
     };
   },
 
@@ -130,7 +148,7 @@ export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
     news: NodePreparationState,
   ): Promise<pulumi.dynamic.UpdateResult> {
     const { facts: f, changes } = await runNodeScript(news, "apply");
-    return { outs: assertConverged(news, observed(news, f, changes)) };
+    return { outs: assertConverged(news, observed(news, f, { changes })) };
   },
 
   // Deleting leaves the host as it is: re-enabling iptables.service would re-break it (seed 003).

@@ -11,11 +11,19 @@ export interface NodeFacts {
   readonly iptablesService: UnitState;
   readonly ip6tablesService: UnitState;
   readonly firewalldService: UnitState;
+  /** firewalld still running (left so when stopping it would flush other rules). */
+  readonly firewalldActive: boolean;
   readonly nmCloudSetupService: UnitState;
   readonly nmCloudSetupTimer: UnitState;
+  /** nm-cloud-setup's service or timer running. */
+  readonly nmCloudSetupActive: boolean;
   readonly rejectRules: number;
   readonly networkManagerConfig: string;
   readonly kubeIpvs0: "up" | "down" | "absent";
+  /** An rke2-server or rke2-agent unit is installed or running on the node. */
+  readonly rke2Installed: boolean;
+  /** This apply changed the NetworkManager drop-in on a node that already has RKE2. */
+  readonly rebootRequired: boolean;
 }
 
 export type UnitState = "enabled" | "disabled" | "absent";
@@ -32,14 +40,24 @@ export function parseNodeFacts(stdout: string): NodeFacts {
       throw new Error(`node script output lacks ${k}; is the script from this version?`);
     return v;
   };
+  const flag = (k: string): boolean => {
+    const v = get(k);
+    if (v !== "true" && v !== "false")
+      throw new Error(`node script reported ${k}=${v}; expected true or false.`);
+    return v === "true";
+  };
   return {
     iptablesService: get("iptables_service") as UnitState,
     ip6tablesService: get("ip6tables_service") as UnitState,
     firewalldService: get("firewalld_service") as UnitState,
+    firewalldActive: flag("firewalld_active"),
     nmCloudSetupService: get("nm_cloud_setup_service") as UnitState,
     nmCloudSetupTimer: get("nm_cloud_setup_timer") as UnitState,
+    nmCloudSetupActive: flag("nm_cloud_setup_active"),
     rejectRules: Number(get("reject_rules")),
     networkManagerConfig: Buffer.from(get("nm_config_b64"), "base64").toString("utf8"),
     kubeIpvs0: get("kube_ipvs0") as NodeFacts["kubeIpvs0"],
+    rke2Installed: flag("rke2_installed"),
+    rebootRequired: flag("reboot_required"),
   };
 }

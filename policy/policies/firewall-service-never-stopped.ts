@@ -1,7 +1,13 @@
 import { ResourceValidationPolicy } from "@pulumi/policy";
 import { NODE_PREPARATION_TYPE, REMOTE_COMMAND_TYPE, RKE2_NODE_START_TYPE } from "./resource-types";
 
-/** `systemctl stop iptables`, `disable --now ip6tables`, `restart iptables`, with any unit suffix. */
+/**
+ * `systemctl stop iptables`, `disable --now ip6tables`, `restart iptables`, with any unit suffix.
+ * Only the iptables units are matched: `systemctl disable --now firewalld` passes, because node
+ * preparation stops firewalld only after checking that its stop removes no rule but its own
+ * (firewalld/firewalld@v2.0.0 src/firewall/core/fw.py, may_skip_flush_direct_backends); a stop of
+ * iptables.service always flushes every table.
+ */
 const STOPS_FIREWALL =
   /systemctl\s+(?:[^;&|\n]*\s)?(stop|restart|try-restart|reload-or-restart|disable\s+--now|mask\s+--now|--now\s+(disable|mask))\b[^;&|\n]*\bip6?tables(\.service)?\b/;
 
@@ -24,7 +30,7 @@ function commandTexts(type: string, props: Record<string, unknown>): string[] {
 export const firewallServiceNeverStopped: ResourceValidationPolicy = {
   name: "firewall-service-never-stopped",
   description:
-    "Node scripts and remote commands disable iptables.service and ip6tables.service but never stop or restart them, flush the ruleset or restore the default rules.",
+    "Node scripts and remote commands disable iptables.service and ip6tables.service but never stop or restart them, flush the ruleset or restore the default rules. Stopping firewalld is not refused.",
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
     for (const text of commandTexts(args.type, args.props)) {

@@ -4,6 +4,20 @@ import { componentFile } from "../../components/assets";
 import * as path from "path";
 import { assertNoViolations, assertViolation, resource } from "./util";
 
+/** What node preparation does to the firewall units, as a remote command: the compliant fixture. */
+const COMPLIANT = [
+  "systemctl disable iptables.service ip6tables.service",
+  "systemctl disable --now firewalld.service",
+  "systemctl disable --now nm-cloud-setup.timer",
+  "# never: systemctl stop iptables",
+].join("\n");
+
+/** The compliant command with one text replaced. */
+function changed(from: string, to: string): string {
+  if (!COMPLIANT.includes(from)) throw new Error(`fixture has no "${from}"`);
+  return COMPLIANT.replace(from, to);
+}
+
 describe("policy firewall-service-never-stopped", () => {
   const script = componentFile(
     path.join(__dirname, "../../components/node-preparation"),
@@ -16,43 +30,51 @@ describe("policy firewall-service-never-stopped", () => {
     ]);
   });
 
-  for (const command of [
-    "systemctl stop iptables",
-    "systemctl disable --now iptables ip6tables",
-    "systemctl restart ip6tables.service",
-    "systemctl --now disable iptables",
+  it("accepts disabling the iptables units and stopping firewalld and nm-cloud-setup", async () => {
+    await assertNoViolations(firewallServiceNeverStopped, [
+      resource(REMOTE_COMMAND_TYPE, { create: COMPLIANT }),
+    ]);
+  });
+
+  it("accepts a plain stop of firewalld", async () => {
+    await assertNoViolations(firewallServiceNeverStopped, [
+      resource(REMOTE_COMMAND_TYPE, {
+        create: changed("disable --now firewalld.service", "stop firewalld"),
+      }),
+    ]);
+  });
+
+  for (const [from, to] of [
+    ["disable iptables.service", "disable --now iptables.service"],
+    ["disable iptables.service ip6tables.service", "--now disable iptables"],
+    ["disable --now firewalld.service", "disable --now firewalld.service iptables.service"],
+    ["disable --now firewalld.service", "stop firewalld ip6tables"],
+    ["disable --now nm-cloud-setup.timer", "stop iptables"],
+    ["disable --now nm-cloud-setup.timer", "restart ip6tables.service"],
+    ["disable --now nm-cloud-setup.timer", "try-restart iptables"],
   ]) {
-    it(`rejects a remote command running "${command}"`, async () => {
+    it(`rejects "systemctl ${to}"`, async () => {
       await assertViolation(
         firewallServiceNeverStopped,
-        [resource(REMOTE_COMMAND_TYPE, { create: `set -e\n${command}\n` })],
+        [resource(REMOTE_COMMAND_TYPE, { create: changed(from, to) })],
         /removes every rule/,
       );
     });
   }
 
-  it("rejects a node script that stops iptables", async () => {
-    const changed = script.replace(
-      'systemctl disable "$unit"',
-      'systemctl stop iptables; systemctl disable "$unit"',
+  it("rejects the shipped node script once it stops iptables", async () => {
+    const stopping = script.replace(
+      "systemctl disable --now firewalld.service",
+      "systemctl stop iptables.service; systemctl disable --now firewalld.service",
     );
+    if (stopping === script) throw new Error("the script no longer stops firewalld this way");
     await assertViolation(
       firewallServiceNeverStopped,
-      [resource(NODE_PREPARATION_TYPE, { script: changed })],
+      [resource(NODE_PREPARATION_TYPE, { script: stopping })],
       /seed 003/,
     );
   });
 
-  it("accepts disabling without --now and stopping other units", async () => {
-    const create =
-      "systemctl disable iptables ip6tables\nsystemctl stop rke2-agent\n# systemctl stop iptables (never)";
-    await assertNoViolations(firewallServiceNeverStopped, [
-      resource(REMOTE_COMMAND_TYPE, { create }),
-    ]);
-  });
-});
-
-describe("policy firewall-service-never-stopped: flushes and default rules", () => {
   for (const command of [
     "iptables -F",
     "iptables -t nat --flush",
@@ -61,7 +83,11 @@ describe("policy firewall-service-never-stopped: flushes and default rules", () 
     it(`rejects "${command}"`, async () => {
       await assertViolation(
         firewallServiceNeverStopped,
-        [resource(REMOTE_COMMAND_TYPE, { create: command })],
+        [
+          resource(REMOTE_COMMAND_TYPE, {
+            create: changed("# never: systemctl stop iptables", command),
+          }),
+        ],
         /removes every rule/,
       );
     });

@@ -5,6 +5,7 @@
 import * as assert from "assert/strict";
 import * as fs from "fs";
 import * as path from "path";
+import * as pulumi from "@pulumi/pulumi";
 import { componentFile } from "../../components/assets";
 import {
   nodePreparationProvider,
@@ -199,5 +200,212 @@ describe("node preparation (real sshd and iptables in a lab node)", function () 
     const result = (await provider.create!(desired(31, true))).outs as NodePreparationState;
     assert.equal(result.kubeIpvs0, "up");
     assert.ok(result.lastChanges?.includes("set kube-ipvs0 up"));
+  });
+});
+
+/** The unit directory the systemctl double keeps for a unit on a node. */
+function unitDir(octet: number, unit: string): string {
+  return nodeFile(octet, `/var/lib/systemctl-double/units/${unit}`);
+}
+
+/** Adds a unit to a node's systemctl double, enabled and running unless told otherwise. */
+function addUnit(
+  octet: number,
+  unit: string,
+  state: { enabled?: boolean; active?: boolean; files?: Record<string, string> } = {},
+): void {
+  const dir = unitDir(octet, unit);
+  fs.mkdirSync(dir, { recursive: true });
+  if (state.enabled ?? true) fs.writeFileSync(path.join(dir, "enabled"), "");
+  if (state.active ?? true) fs.writeFileSync(path.join(dir, "active"), "");
+  for (const [name, text] of Object.entries(state.files ?? {})) {
+    fs.writeFileSync(path.join(dir, name), text);
+  }
+}
+
+const firewallCmdOf = (octet: number) => nodeFile(octet, "/usr/local/bin/firewall-cmd");
+
+/**
+ * A node as the seeds found it, plus firewalld running at `version` with the given runtime direct
+ * rules, the firewall-cmd stand-in, and nm-cloud-setup's service running as well as its timer.
+ */
+function withFirewalld(octet: number, version: string, directRules = ""): void {
+  assert.equal(lab("reset-node", String(octet)).status, 0);
+  const firewallCmd = firewallCmdOf(octet);
+  fs.mkdirSync(path.dirname(firewallCmd), { recursive: true });
+  fs.copyFileSync(path.join(__dirname, "../../../test/lab/node-files/firewall-cmd"), firewallCmd);
+  fs.chmodSync(firewallCmd, 0o755);
+  addUnit(octet, "firewalld.service", {
+    files: { version: `${version}\n`, ...(directRules ? { "direct-rules": directRules } : {}) },
+  });
+  addUnit(octet, "nm-cloud-setup.service");
+}
+
+function removeFirewalld(octet: number): void {
+  fs.rmSync(firewallCmdOf(octet), { force: true });
+  fs.rmSync(nodeFile(octet, "/etc/firewalld"), { recursive: true, force: true });
+  assert.equal(lab("reset-node", String(octet)).status, 0);
+}
+
+const clusterChains = (rules: string[]) =>
+  rules.filter((r) => /KUBE-|cali-/.test(r) && !r.startsWith(":"));
+
+describe("firewalld and nm-cloud-setup (real iptables; firewalld and systemd stand-ins)", function () {
+  this.timeout(120000);
+  const provider = nodePreparationProvider;
+
+  describe("firewalld whose stop skips iptables (2.0.0, no direct rules)", () => {
+    const NODE = 21;
+    let rulesBefore: string[];
+    let outs: NodePreparationState;
+    before(async () => {
+      withFirewalld(NODE, "2.0.0");
+      rulesBefore = ruleset(NODE);
+      outs = (await provider.create!(desired(NODE))).outs as NodePreparationState;
+    });
+    after(() => removeFirewalld(NODE));
+
+    it("disables and stops firewalld", () => {
+      const fw = unitState(NODE, "firewalld.service");
+      assert.deepEqual([fw.enabled, fw.active, fw.history], [false, false, ["stop"]]);
+      assert.equal(outs.firewalldRunning, false);
+      assert.ok(
+        outs.lastChanges?.some((c) => c.startsWith("disabled and stopped firewalld.service")),
+        JSON.stringify(outs.lastChanges),
+      );
+    });
+
+    it("keeps kube-proxy's and Calico's iptables rules", () => {
+      assert.ok(clusterChains(rulesBefore).length > 0, "the lab node should carry cluster chains");
+      assert.deepEqual(clusterChains(ruleset(NODE)), clusterChains(rulesBefore));
+    });
+
+    it("disables and stops nm-cloud-setup's timer and service", () => {
+      for (const unit of ["nm-cloud-setup.timer", "nm-cloud-setup.service"]) {
+        const s = unitState(NODE, unit);
+        assert.deepEqual([s.enabled, s.active, s.history], [false, false, ["stop"]], unit);
+      }
+      assert.equal(outs.nmCloudSetupDisabled, true);
+    });
+
+    it("a second run changes nothing and stops nothing again", async () => {
+      const again = (await provider.update!("id", outs, desired(NODE)))
+        .outs as NodePreparationState;
+      assert.deepEqual(again.lastChanges, []);
+      assert.equal(again.rebootRequired, false);
+      assert.deepEqual(unitState(NODE, "firewalld.service").history, ["stop"]);
+      assert.deepEqual(unitState(NODE, "nm-cloud-setup.timer").history, ["stop"]);
+    });
+
+    it("refresh sees nm-cloud-setup.timer running again and the next apply stops it", async () => {
+      assert.equal(
+        await runScript(nodeConnection(NODE), "systemctl start nm-cloud-setup.timer").then(
+          (r) => r.exitCode,
+        ),
+        0,
+      );
+      const observed = (await provider.read!("id", desired(NODE))).props as NodePreparationState;
+      assert.equal(observed.nmCloudSetupDisabled, false);
+      assert.equal((await provider.diff!("id", observed, desired(NODE))).changes, true);
+      await provider.update!("id", observed, desired(NODE));
+      assert.equal(unitState(NODE, "nm-cloud-setup.timer").active, false);
+    });
+  });
+
+  describe("firewalld whose stop would flush iptables", () => {
+    const NODE = 22;
+    after(() => removeFirewalld(NODE));
+
+    for (const [label, version, direct] of [
+      ["1.3.4 (firewalld/firewalld#863 unfixed)", "1.3.4", ""],
+      ["2.0.0 with a direct rule", "2.0.0", "ipv4 filter INPUT 0 -s 10.9.9.9 -j DROP\n"],
+    ]) {
+      it(`${label}: disables it, leaves it running, keeps every rule and says why`, async () => {
+        withFirewalld(NODE, version, direct);
+        const before = ruleset(NODE);
+        const outs = (await provider.create!(desired(NODE))).outs as NodePreparationState;
+        const fw = unitState(NODE, "firewalld.service");
+        assert.deepEqual([fw.enabled, fw.active, fw.history], [false, true, []]);
+        assert.equal(outs.firewalldRunning, true);
+        assert.ok(
+          outs.lastChanges?.some((c) => /left it running until the next reboot: .*flush/.test(c)),
+          JSON.stringify(outs.lastChanges),
+        );
+        assert.deepEqual(clusterChains(ruleset(NODE)), clusterChains(before));
+      });
+    }
+
+    it("1.3.4 with CleanupOnExit=no: stops it, since its stop then removes nothing", async () => {
+      withFirewalld(NODE, "1.3.4");
+      const conf = nodeFile(NODE, "/etc/firewalld/firewalld.conf");
+      fs.mkdirSync(path.dirname(conf), { recursive: true });
+      fs.writeFileSync(conf, "DefaultZone=public\nCleanupOnExit=no\n");
+      const before = ruleset(NODE);
+      const outs = (await provider.create!(desired(NODE))).outs as NodePreparationState;
+      const fw = unitState(NODE, "firewalld.service");
+      assert.deepEqual([fw.enabled, fw.active, fw.history], [false, false, ["stop"]]);
+      assert.equal(outs.firewalldRunning, false);
+      assert.deepEqual(clusterChains(ruleset(NODE)), clusterChains(before));
+      fs.rmSync(path.dirname(conf), { recursive: true, force: true });
+    });
+
+    it("(the stand-in knows the danger: stopping that firewalld by hand flushes the cluster chains)", async () => {
+      withFirewalld(NODE, "1.3.4");
+      assert.ok(clusterChains(ruleset(NODE)).length > 0);
+      const r = await runScript(nodeConnection(NODE), "systemctl stop firewalld.service");
+      assert.equal(r.exitCode, 0, r.stderr);
+      assert.deepEqual(clusterChains(ruleset(NODE)), []);
+    });
+  });
+
+  describe("rebootRequired", () => {
+    const NODE = 31;
+    const warnings: string[] = [];
+    const originalWarn = pulumi.log.warn;
+    before(() => {
+      assert.equal(lab("reset-node", String(NODE)).status, 0);
+      (pulumi.log as { warn: typeof pulumi.log.warn }).warn = async (msg: string) => {
+        warnings.push(msg);
+      };
+    });
+    after(() => {
+      (pulumi.log as { warn: typeof pulumi.log.warn }).warn = originalWarn;
+      assert.equal(lab("reset-node", String(NODE)).status, 0);
+    });
+
+    it("is false when the drop-in changes on a node without RKE2", async () => {
+      const outs = (await provider.create!(desired(NODE))).outs as NodePreparationState;
+      assert.ok(outs.lastChanges?.includes(`wrote ${NM_CONF}`));
+      assert.equal(outs.rebootRequired, false);
+      assert.deepEqual(warnings, []);
+    });
+
+    it("is true, with a warning naming the node, when the drop-in changes while rke2-server runs", async () => {
+      assert.equal(lab("reset-node", String(NODE)).status, 0);
+      addUnit(NODE, "rke2-server.service");
+      const outs = (await provider.create!(desired(NODE))).outs as NodePreparationState;
+      assert.equal(outs.rebootRequired, true);
+      assert.equal(warnings.length, 1, JSON.stringify(warnings));
+      assert.match(
+        warnings[0],
+        /^node sza122031\.local: warning: .*already has RKE2; reboot the node/,
+      );
+      const rke2 = unitState(NODE, "rke2-server.service");
+      assert.equal(rke2.active, true, "RKE2 was stopped");
+      assert.deepEqual(rke2.history, [], "RKE2 was touched");
+    });
+
+    it("is false on a second run, with nothing changed and no warning", async () => {
+      const outs = (await provider.update!("id", desired(NODE), desired(NODE)))
+        .outs as NodePreparationState;
+      assert.equal(outs.rebootRequired, false);
+      assert.deepEqual(outs.lastChanges, []);
+      assert.equal(warnings.length, 1);
+    });
+
+    it("never reboots: the node's systemctl saw no reboot", () => {
+      const calls = fs.readFileSync(nodeFile(NODE, "/var/lib/systemctl-double/calls.log"), "utf8");
+      assert.doesNotMatch(calls, /\b(reboot|kexec|poweroff)\b/);
+    });
   });
 });

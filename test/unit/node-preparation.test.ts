@@ -16,11 +16,15 @@ function scriptOutput(overrides: Record<string, string | undefined> = {}): strin
     iptables_service: "disabled",
     ip6tables_service: "absent",
     firewalld_service: "enabled",
+    firewalld_active: "true",
     nm_cloud_setup_service: "absent",
     nm_cloud_setup_timer: "disabled",
+    nm_cloud_setup_active: "false",
     reject_rules: "2",
     nm_config_b64: Buffer.from(NM_CONFIG, "utf8").toString("base64"),
     kube_ipvs0: "down",
+    rke2_installed: "true",
+    reboot_required: "true",
     ...overrides,
   };
   return Object.entries(facts)
@@ -42,12 +46,30 @@ describe("node preparation", () => {
         iptablesService: "disabled",
         ip6tablesService: "absent",
         firewalldService: "enabled",
+        firewalldActive: true,
         nmCloudSetupService: "absent",
         nmCloudSetupTimer: "disabled",
+        nmCloudSetupActive: false,
         rejectRules: 2,
         networkManagerConfig: NM_CONFIG,
         kubeIpvs0: "down",
+        rke2Installed: true,
+        rebootRequired: true,
       });
+    });
+
+    it("reads reboot_required=false as no reboot needed", () => {
+      assert.equal(
+        parseNodeFacts(scriptOutput({ reboot_required: "false" })).rebootRequired,
+        false,
+      );
+    });
+
+    it("refuses a yes/no fact that is neither true nor false, naming it", () => {
+      assert.throws(
+        () => parseNodeFacts(scriptOutput({ reboot_required: "yes" })),
+        /reboot_required=yes; expected true or false/,
+      );
     });
 
     it("decodes base64 config whose padding contains '='", () => {
