@@ -7,7 +7,8 @@
  *
  * `--mode default` uses the chart's default Corefile instead: the estate as found, before any fix;
  * `--mode seed` runs seed 000's own HelmChartConfig; `--mode stack-missing-zones` runs the stack's
- * fix behind a node-local cache whose extraClusterDomains were left empty.
+ * fix behind the node-local cache of chart 1.46.002 (RKE2 v1.35.6), which has no
+ * extraClusterDomains.
  * Prints shell assignments (CLUSTER_DNS_IP=...) for the lab script.
  */
 import * as fs from "fs";
@@ -15,7 +16,6 @@ import * as path from "path";
 import {
   CorednsChartValues,
   renderChartCorefile,
-  renderChartNodeLocalCorefile,
   substituteNodeLocalPlaceholders,
 } from "../../components/cluster-dns/chart";
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
@@ -125,11 +125,17 @@ function main(argv: readonly string[]): void {
     mode === "stack" || mode === "stack-missing-zones" ? file("nodelocal-corefile") : undefined;
   if (nodeLocal) {
     const values = clusterDnsChartValues(model.dns, cluster);
-    // stack-missing-zones: the node-local cache without the fix's zones, which bypasses the fix.
+    const rendered = fs.readFileSync(path.join(renderDir, nodeLocal.path), "utf8");
+    // stack-missing-zones: the node-local cache as chart 1.46.002 (RKE2 v1.35.6+rke2r1 and
+    // earlier on its line) runs it. That chart's cluster-domain block has the zone line
+    // `<cluster domain>:53` and nothing else: it has no extraClusterDomains
+    // (rancher/rke2-charts@d83185c9 charts/rke2-coredns/rke2-coredns/1.46.002/templates/
+    // configmap-nodelocal.yaml; 1.46.201 appends each extra domain as `<domain>:53`). So the fix's
+    // zones fall through to the `.:53` block and the node's resolver.
     const chartText =
       mode === "stack-missing-zones" && values.nodelocal
-        ? renderChartNodeLocalCorefile({ ...values.nodelocal, extraClusterDomains: [] }, globals)
-        : fs.readFileSync(path.join(renderDir, nodeLocal.path), "utf8");
+        ? withoutExtraClusterDomains(rendered, cluster.clusterDomain)
+        : rendered;
     const text = substituteNodeLocalPlaceholders(chartText, {
       upstreamServers: "/etc/resolv.conf",
       clusterDnsUpstream: COREDNS_UPSTREAM_ADDRESS,
@@ -142,6 +148,16 @@ function main(argv: readonly string[]): void {
   console.log(`NODELOCAL_ENABLED=${nodeLocal ? "true" : "false"}`);
   console.log(`NODELOCAL_IP=${model.dns.nodeLocal.ip}`);
   console.log(`NODELOCAL_IPVS=${cluster.kubeProxyMode === "ipvs"}`);
+}
+
+/** The Corefile with its cluster-domain block's zone line reduced to the cluster domain alone. */
+function withoutExtraClusterDomains(corefile: string, clusterDomain: string): string {
+  const lines = corefile.split("\n");
+  const at = lines.findIndex((l) => l.trim().startsWith(`${clusterDomain}:53`));
+  if (at < 0) throw new Error(`no ${clusterDomain}:53 block in the rendered node-local Corefile`);
+  const indent = lines[at].slice(0, lines[at].length - lines[at].trimStart().length);
+  lines[at] = `${indent}${clusterDomain}:53 {`;
+  return lines.join("\n");
 }
 
 if (require.main === module) main(process.argv.slice(2));
