@@ -174,7 +174,7 @@ export function validateEnvironment(
   checkDownstreamMembership(r, nodes, rancher);
   checkDnsAgainstNetworks(r, dns, libvirt, clusters, nodes);
   checkDnsAgainstReleases(r, dns, clusters);
-  checkRancherStaticHosts(
+  const rancherAnswer = checkRancherStaticHosts(
     r,
     dns,
     libvirt,
@@ -185,8 +185,20 @@ export function validateEnvironment(
   checkSecrets(r, raw, options, nodes, rancher, management);
 
   if (r.problems.length > 0 || !libvirt) return { problems: r.problems };
+  const dnsWithRancher = rancherAnswer
+    ? { ...dns, staticHosts: { ...dns.staticHosts, ...rancherAnswer } }
+    : dns;
   return {
-    model: { stack, deploy, libvirt, nodes, management, rancher, dns, nodePreparation },
+    model: {
+      stack,
+      deploy,
+      libvirt,
+      nodes,
+      management,
+      rancher,
+      dns: dnsWithRancher,
+      nodePreparation,
+    },
     problems: [],
   };
 }
@@ -1054,7 +1066,9 @@ function checkDnsAgainstReleases(
  * The cluster DNS answers the Rancher hostname from `dns.staticHosts`; Rancher runs on the
  * management servers, and a stack without them (a downstream-only stack) knows Rancher's
  * addresses from its libvirt records. An answer that differs sends cluster agents somewhere other
- * than nodes and browsers go.
+ * than nodes and browsers go. When the stack gives no answer for the Rancher host, the answer is
+ * derived from the same source (seed 000: pods must reach Rancher without the search list);
+ * returned as the static host entry to add.
  */
 function checkRancherStaticHosts(
   r: ConfigReader,
@@ -1063,12 +1077,11 @@ function checkRancherStaticHosts(
   rancher: RancherSettings | undefined,
   nodes: NodeSpec[],
   allNodesRead: boolean,
-): void {
+): Record<string, string[]> | undefined {
   // Comparing with the servers is only meaningful when every node entry was read.
-  if (!rancher || !allNodesRead) return;
+  if (!rancher || !allNodesRead) return undefined;
   const host = rancher.hostname;
   const answered = dns.staticHosts[host];
-  if (answered === undefined) return;
   const staticKey = `dns.staticHosts["${host}"]`;
   const same = (a: readonly string[], b: readonly string[]) =>
     [...new Set(a)].sort().join(",") === [...new Set(b)].sort().join(",");
@@ -1076,6 +1089,10 @@ function checkRancherStaticHosts(
     .filter((n) => n.cluster === MANAGEMENT_CLUSTER && n.roles.includes("server"))
     .map((n) => n.ip);
   const records = libvirt?.dnsRecords[host];
+  if (answered === undefined) {
+    const derived = servers.length > 0 ? servers : (records ?? []);
+    return derived.length > 0 ? { [host]: [...derived] } : undefined;
+  }
   if (servers.length > 0) {
     if (!same(answered, servers)) {
       r.problem(
@@ -1093,4 +1110,5 @@ function checkRancherStaticHosts(
         "different addresses. Make both list the same addresses.",
     );
   }
+  return undefined;
 }

@@ -454,6 +454,30 @@ describe("stack config validation", () => {
       assert.deepEqual(problemsOf(raw), []);
     });
 
+    it("derives the answer from the management servers when the stack gives none", () => {
+      const model = labModel(setAt(labRawConfig(), rancherHost, undefined));
+      assert.deepEqual([...model.dns.staticHosts["ai-ear.cn"]].sort(), [
+        "192.168.122.20",
+        "192.168.122.21",
+        "192.168.122.22",
+      ]);
+    });
+
+    it("derives it from the libvirt records in a stack without management servers", () => {
+      const stack = rawConfigFromStackFile(stackFilePath("uat1"));
+      const raw = setAt(
+        { values: structuredClone({ ...stack.values }), secretKeys: new Set(stack.secretKeys) },
+        rancherHost,
+        undefined,
+      );
+      const model = labModel(raw);
+      assert.deepEqual(model.dns.staticHosts["ai-ear.cn"], [
+        "192.168.122.20",
+        "192.168.122.21",
+        "192.168.122.22",
+      ]);
+    });
+
     it("compares with the libvirt records in a stack without management servers", () => {
       const stack = rawConfigFromStackFile(stackFilePath("uat1"));
       const raw = setAt(
