@@ -129,10 +129,3 @@ export function membershipOf(list: EtcdMemberList, nodeName: string, nodeIp: str
   if (!member) return "none";
   return member.isLearner ? "learner" : "voter";
 }
-
-/** The list's learners, for messages: "id (name or peer URL)". */
-export function learnersOf(list: EtcdMemberList): string[] {
-  return list.members
-    .filter((m) => m.isLearner)
-    .map((m) => `${m.id} (${m.name || m.peerUrls.join(",")})`);
-}

@@ -185,6 +185,7 @@ export async function startOnNode(
       MOVE_STALE: decision.moveStale ? "yes" : "no",
       ACTION: decision.action,
       CONFIG_SHA256: inputs.configSha256,
+      FACTS_SCRIPT: inputs.factsScript,
     },
     START_TIMEOUT_MS,
   );

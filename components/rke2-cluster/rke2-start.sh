@@ -12,6 +12,7 @@
 #                    move server/db aside (never deleted) before it starts
 #   ACTION           start | restart | verify
 #   CONFIG_SHA256    the config.yaml this step was decided for; RKE2 is not (re)started on another
+#   FACTS_SCRIPT     the rke2-facts.sh text, read for the installed release after installing
 # Prints "changed: ..." for what it changed and "ok: ..." for what it found right, on stderr.
 set -euo pipefail
 
@@ -26,15 +27,9 @@ fail() {
   exit 1
 }
 
+# The release the rke2 binary reports, as rke2-facts.sh finds it (one lookup for both scripts).
 installed_version() {
-  local binary
-  for binary in "$(command -v rke2 2>/dev/null)" /usr/local/bin/rke2 /opt/rke2/bin/rke2 /usr/bin/rke2; do
-    if [ -n "$binary" ] && [ -x "$binary" ]; then
-      "$binary" --version 2>/dev/null | sed -n 's/^rke2 version \([^ ]*\).*/\1/p' | head -n1
-      return 0
-    fi
-  done
-  return 0
+  ROLE="$ROLE" MEMBERS_SCRIPT="exit 1" bash -c "$FACTS_SCRIPT" 2>/dev/null | sed -n 's/^version=//p' | grep -vx none || true
 }
 
 if [ "$INSTALL" = "yes" ]; then

@@ -167,6 +167,15 @@ describe("program (Pulumi mocks)", function () {
     for (const r of delivered) assert.equal(r.retainOnDelete, true, `${r.type} ${r.name}`);
   });
 
+  /** A management agent at 192.168.122.<octet>, reached over SSH at that address. */
+  const agentNode = (octet: number) => ({
+    ...model.nodes[0],
+    name: `sza1220${octet}.local`,
+    ip: `192.168.122.${octet}`,
+    roles: ["agent" as const],
+    ssh: { ...model.nodes[0].ssh, host: `192.168.122.${octet}` },
+  });
+
   describe("RKE2 servers", () => {
     const urnOf = (type: string, name: string) =>
       resources.find((r) => r.type === type && r.name === name)!.urn;
@@ -201,25 +210,10 @@ describe("program (Pulumi mocks)", function () {
     });
 
     it("start agents after the last server's gate, in parallel with each other", async () => {
-      const agent = {
-        ...model.nodes[0],
-        name: "sza122025.local",
-        ip: "192.168.122.25",
-        roles: ["agent" as const],
-      };
-      agent.ssh = { ...agent.ssh, host: agent.ip };
+      const agent = agentNode(25);
       const withAgents = {
         ...model,
-        nodes: [
-          ...model.nodes,
-          agent,
-          {
-            ...agent,
-            name: "sza122026.local",
-            ip: "192.168.122.26",
-            ssh: { ...agent.ssh, host: "192.168.122.26" },
-          },
-        ],
+        nodes: [...model.nodes, agent, agentNode(26)],
       };
       const recorded = await record(withAgents);
       const find = (name: string) => recorded.find((r) => r.name === name)!;
@@ -238,13 +232,7 @@ describe("program (Pulumi mocks)", function () {
     });
 
     it("join servers and agents through the stack's registration address", async () => {
-      const agent = {
-        ...model.nodes[0],
-        name: "sza122025.local",
-        ip: "192.168.122.25",
-        roles: ["agent" as const],
-      };
-      agent.ssh = { ...agent.ssh, host: agent.ip };
+      const agent = agentNode(25);
       const management = {
         ...model.management,
         registrationAddress: "rke2.ai-ear.cn",

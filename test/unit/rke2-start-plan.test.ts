@@ -1,5 +1,6 @@
 import * as assert from "assert/strict";
 import { parseMemberList } from "../../components/rke2-cluster/etcd-members";
+import { nodeStartChanges } from "../../components/rke2-cluster/provider";
 import {
   decideStart,
   NodeFacts,
@@ -231,5 +232,52 @@ describe("node facts as rke2-facts.sh reports them", () => {
         ),
       /cannot read etcd's member list on sza122022\.local/,
     );
+  });
+});
+
+describe("what makes a node step run again (diff after refresh or a stack change)", () => {
+  const inputs = {
+    node: "sza122021.local",
+    nodeIp: "192.168.122.21",
+    role: "server" as const,
+    connection: { host: "192.168.122.21", port: 22, user: "root", hostKey: "ssh-ed25519 AAAA" },
+    sshPrivateKey: "key",
+    script: "start",
+    factsScript: "facts",
+    membersScript: "members",
+    version: "v1.35.7+rke2r1",
+    installCommand: "install",
+    configSha256: "c1",
+  };
+  /** The state as refresh found it when all is well. */
+  const found = {
+    ...inputs,
+    installedVersion: "v1.35.7+rke2r1",
+    active: true,
+    membership: "voter",
+    startedAt: "t0",
+    lastChanges: [],
+  };
+
+  it("sees no change when the node is as the stack says", () => {
+    assert.deepEqual(nodeStartChanges(found, inputs), []);
+  });
+
+  const drifts: [string, Partial<typeof found>, string][] = [
+    ["a stopped unit", { active: false }, "active"],
+    ["another installed release", { installedVersion: "v1.34.1+rke2r1" }, "version"],
+    ["a hand-edited config.yaml", { configSha256: "edited" }, "configSha256"],
+    ["a server etcd does not list", { membership: "none" }, "membership"],
+    ["a server whose etcd does not answer", { membership: "unreadable: timeout" }, "membership"],
+  ];
+  for (const [what, state, key] of drifts) {
+    it(`sees ${what}`, () => {
+      assert.deepEqual(nodeStartChanges({ ...found, ...state }, inputs), [key]);
+    });
+  }
+
+  it("leaves a learner to the join gate, and a state without a config hash alone", () => {
+    assert.deepEqual(nodeStartChanges({ ...found, membership: "learner" }, inputs), []);
+    assert.deepEqual(nodeStartChanges({ ...found, configSha256: undefined! }, inputs), []);
   });
 });

@@ -433,6 +433,15 @@ describe("stack config validation", () => {
 
   describe("the Rancher hostname's static answer", () => {
     const rancherHost = ["dns", "staticHosts", "ai-ear.cn"];
+    /** The uat1 stack (no management servers) with one value replaced. */
+    const uat1With = (path: string[], value: unknown) => {
+      const stack = rawConfigFromStackFile(stackFilePath("uat1"));
+      return setAt(
+        { values: structuredClone({ ...stack.values }), secretKeys: new Set(stack.secretKeys) },
+        path,
+        value,
+      );
+    };
 
     it("rejects a static answer that is not exactly the management servers", () => {
       const raw = setAt(labRawConfig(), rancherHost, ["192.168.122.20", "192.168.122.21"]);
@@ -464,12 +473,7 @@ describe("stack config validation", () => {
     });
 
     it("derives it from the libvirt records in a stack without management servers", () => {
-      const stack = rawConfigFromStackFile(stackFilePath("uat1"));
-      const raw = setAt(
-        { values: structuredClone({ ...stack.values }), secretKeys: new Set(stack.secretKeys) },
-        rancherHost,
-        undefined,
-      );
+      const raw = uat1With(rancherHost, undefined);
       const model = labModel(raw);
       assert.deepEqual(model.dns.staticHosts["ai-ear.cn"], [
         "192.168.122.20",
@@ -479,12 +483,7 @@ describe("stack config validation", () => {
     });
 
     it("compares with the libvirt records in a stack without management servers", () => {
-      const stack = rawConfigFromStackFile(stackFilePath("uat1"));
-      const raw = setAt(
-        { values: structuredClone({ ...stack.values }), secretKeys: new Set(stack.secretKeys) },
-        rancherHost,
-        ["192.168.122.20"],
-      );
+      const raw = uat1With(rancherHost, ["192.168.122.20"]);
       const problem = problemAt(problemsOf(raw), 'dns.staticHosts["ai-ear.cn"]');
       assert.ok(
         problem.message.includes(stackKey('libvirt.dnsRecords["ai-ear.cn"]')),
