@@ -66,6 +66,8 @@ describe("Rancher node registration over SSH (Rancher stand-in)", function () {
       insecure: false,
       shell: "sh",
     }),
+    rancherUrl: SERVER,
+    apiToken: API_TOKEN,
     insecure: false,
     caCertificate: CA,
     caChecksum: rancherCaChecksum(CA),
