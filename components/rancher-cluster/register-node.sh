@@ -50,12 +50,16 @@ unit_state() {
 # A JSON string field of the connection info ({kubeConfig, namespace, secretName}: rancher/
 # system-agent@v0.14.0 pkg/config/config.go ConnectionInfo).
 json_field() {
-  grep -o "\"$1\" *: *\"[^\"]*\"" "$2" | head -n 1 | sed 's/^[^:]*: *"//; s/"$//'
+  { grep -o "\"$1\" *: *\"[^\"]*\"" "$2" || true; } | head -n 1 | sed 's/^[^:]*: *"//; s/"$//'
 }
 
-# The server of the kubeconfig inside the connection info (a JSON string with \n escapes).
+# The server of the kubeconfig inside the connection info: a JSON string holding YAML (with \n
+# escapes) or JSON (with \" escapes).
 kubeconfig_server() {
-  grep -o 'server: *[^ ,}]*' "$1" | head -n 1 | sed 's/^server: *//; s/\\n.*//; s/\\"//g; s/"//g'
+  {
+    grep -o 'server: *[^ ,}]*' "$1" | sed 's/^server: *//; s/\\n.*//; s/\\"//g; s/"//g'
+    grep -o '\\"server\\": *\\"[^\\]*' "$1" | sed 's/.*\\"//'
+  } | grep -m 1 . || true
 }
 
 print_registration() {

@@ -130,24 +130,38 @@ export function registrationPlanDocument(
   caChecksum: string | undefined,
 ): { cluster: string; caChecksum: string | null; steps: RegistrationPlanEntry[] } {
   const plan = registrationPlan(nodes);
-  const lastStep = plan[plan.length - 1].step;
+  const namesAt = (step: number) =>
+    plan
+      .filter((q) => q.step === step)
+      .map((q) => q.node.name)
+      .join(", ");
   const steps = plan.map((p): RegistrationPlanEntry => {
-    const previous = plan.filter((q) => q.step === p.step - 1).map((q) => q.node.name);
-    const before = [
-      `cluster ${clusterName} created in Rancher`,
-      `${p.node.name} prepared`,
-      ...(p.step === 1 ? [] : [`cluster active after ${previous.join(", ")} (ClusterSync)`]),
-    ];
+    const before = [`cluster ${clusterName} created in Rancher`, `${p.node.name} prepared`];
+    if (p.step > 1) before.push(`cluster active after ${namesAt(p.step - 1)} (ClusterSync)`);
     const after = [`rancher-system-agent running on ${p.node.name}`];
-    if (p.group === "etcd") {
-      after.push(`${p.node.name} a voting etcd member, no learner in etcd (join gate)`);
-    }
-    if (p.group !== "first" || p.step === lastStep) {
-      after.push(`cluster active and in sync (ClusterSync)`);
-    } else {
-      after.push(
-        `cluster active: the init node's plan applied, the cluster agent connected (ClusterSync)`,
-      );
+    switch (p.group) {
+      case "first":
+        after.push(
+          `with ${namesAt(1)} registered: Rancher plans the init node ${plan[0].node.name}, then the control plane, ` +
+            "waits for the cluster agent, then plans the workers; the cluster active (ClusterSync)",
+        );
+        break;
+      case "etcd":
+        after.push(
+          `${p.node.name} a voting etcd member, no learner in etcd (join gate)`,
+          "cluster active (ClusterSync)",
+        );
+        break;
+      case "control-plane":
+        after.push("cluster active (ClusterSync)");
+        break;
+      case "worker":
+        after.push("cluster active, every node in sync (ClusterSync)");
+        break;
+      default: {
+        const unknown: never = p.group;
+        throw new Error(`unknown registration group ${String(unknown)}`);
+      }
     }
     return {
       step: p.step,
