@@ -1,7 +1,5 @@
 import { StackValidationPolicy } from "@pulumi/policy";
-import { registrationsByCluster, rolesOf } from "./rancher-registration-order";
-
-const ROLES = ["etcd", "controlplane", "worker"];
+import { registrationsByCluster, rolesOf, STARTING_ROLES } from "./rancher-registration-order";
 
 export const rancherClusterHasEtcdControlplaneWorker: StackValidationPolicy = {
   name: "rancher-cluster-has-etcd-controlplane-worker",
@@ -10,7 +8,9 @@ export const rancherClusterHasEtcdControlplaneWorker: StackValidationPolicy = {
   enforcementLevel: "mandatory",
   validateStack: (args, reportViolation) => {
     for (const { cluster, registrations } of registrationsByCluster(args.resources)) {
-      const missing = ROLES.filter((role) => !registrations.some((r) => rolesOf(r).includes(role)));
+      const missing = STARTING_ROLES.filter(
+        (role) => !registrations.some((r) => rolesOf(r).includes(role)),
+      );
       if (missing.length === 0) continue;
       reportViolation(
         `${cluster} registers no node with role ${missing.join(", ")}: Rancher's planner delivers no plan to any ` +

@@ -1,7 +1,10 @@
 import { StackValidationPolicy } from "@pulumi/policy";
-import { nodeOf, registrationsByCluster, rolesOf } from "./rancher-registration-order";
-
-const ROLES = ["etcd", "controlplane", "worker"];
+import {
+  nodeOf,
+  registrationsByCluster,
+  rolesOf,
+  STARTING_ROLES,
+} from "./rancher-registration-order";
 
 export const rancherFirstGroupRegistersWithoutWaiting: StackValidationPolicy = {
   name: "rancher-first-group-registers-without-waiting",
@@ -11,7 +14,7 @@ export const rancherFirstGroupRegistersWithoutWaiting: StackValidationPolicy = {
   validateStack: (args, reportViolation) => {
     for (const { cluster, registrations, firstGroup } of registrationsByCluster(args.resources)) {
       const roles = new Set(firstGroup.flatMap(rolesOf));
-      const missing = ROLES.filter((role) => !roles.has(role));
+      const missing = STARTING_ROLES.filter((role) => !roles.has(role));
       // A cluster without one of the roles at all is the other policy's finding.
       const declared = new Set(registrations.flatMap(rolesOf));
       if (missing.length === 0 || !missing.every((role) => declared.has(role))) continue;

@@ -22,6 +22,9 @@ export interface ClusterRegistrations {
   readonly firstGroup: readonly PolicyResource[];
 }
 
+/** The roles Rancher's planner needs registered before it plans any node (clusterIsSane). */
+export const STARTING_ROLES = ["etcd", "controlplane", "worker"];
+
 export const nodeOf = (r: PolicyResource): string => String(r.props.node ?? r.name);
 export const rolesOf = (r: PolicyResource): string[] =>
   Array.isArray(r.props.roles) ? r.props.roles.map(String) : [];
