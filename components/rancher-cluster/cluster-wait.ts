@@ -171,26 +171,37 @@ async function checkAgent(state: ClusterWaitState): Promise<string> {
   }
 }
 
+/** What the wait reads and does; the provider passes the real ones, tests their own. */
+export interface ClusterWaitIo {
+  /** The body of GET /v3/clusters/<id>. */
+  readonly fetchCluster: () => Promise<unknown>;
+  /** The cluster agent check on the init node, as a diagnosis sentence. */
+  readonly checkAgent: () => Promise<string>;
+  readonly now: () => number;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly info: (line: string) => void;
+  readonly warn: (line: string) => void;
+}
+
 /** Waits until the cluster is active; logs Rancher's message; the timeout error explains. */
-export async function waitForCluster(state: ClusterWaitState): Promise<void> {
-  const started = Date.now();
+export async function waitForCluster(
+  state: Pick<
+    ClusterWaitState,
+    "cluster" | "after" | "apiToken" | "timeoutSeconds" | "pollSeconds"
+  >,
+  io: ClusterWaitIo,
+): Promise<void> {
+  const started = io.now();
   const label = `cluster ${state.cluster} (after ${state.after})`;
-  const target = {
-    url: state.rancherUrl,
-    token: state.apiToken,
-    caCertificate: state.caCertificate,
-  };
   let last = "";
-  let lastLog = 0;
+  let lastLog = -Infinity;
   let agentWaitSince: number | undefined;
   let diagnosis: string | undefined;
   for (;;) {
-    const elapsed = Math.round((Date.now() - started) / 1000);
+    const elapsed = Math.round((io.now() - started) / 1000);
     let progress: ClusterProgress;
     try {
-      progress = clusterProgress(
-        await rancherGet(target, `/v3/clusters/${encodeURIComponent(state.clusterId)}`),
-      );
+      progress = clusterProgress(await io.fetchCluster());
     } catch (err) {
       progress = {
         done: false,
@@ -199,25 +210,25 @@ export async function waitForCluster(state: ClusterWaitState): Promise<void> {
       };
     }
     if (progress.done) {
-      pulumi.log.info(`${label}: active after ${elapsed} s`);
+      io.info(`${label}: active after ${elapsed} s`);
       return;
     }
     const now = `${progress.state}${progress.message ? `; ${progress.message}` : ""}`;
-    if (now !== last || Date.now() - lastLog >= 30000) {
-      pulumi.log.info(`${label}: waiting (${elapsed} s of ${state.timeoutSeconds} s): ${now}`);
+    if (now !== last || io.now() - lastLog >= 30000) {
+      io.info(`${label}: waiting (${elapsed} s of ${state.timeoutSeconds} s): ${now}`);
       last = now;
-      lastLog = Date.now();
+      lastLog = io.now();
     }
     const agentWait = progress.message.includes(AGENT_NOT_CONNECTED);
-    agentWaitSince = agentWait ? (agentWaitSince ?? Date.now()) : undefined;
+    agentWaitSince = agentWait ? (agentWaitSince ?? io.now()) : undefined;
     const timedOut = elapsed >= state.timeoutSeconds;
-    if (
-      agentWaitSince !== undefined &&
-      (diagnosis === undefined || timedOut) &&
-      (timedOut || Date.now() - agentWaitSince >= 120000)
-    ) {
-      diagnosis = await checkAgent(state);
-      pulumi.log.warn(`${label}: Rancher is ${AGENT_NOT_CONNECTED}: ${diagnosis}`);
+    // The agent gets a while to start and connect before its log and a lookup are read; at the
+    // timeout they are read again for the error.
+    const agentGrace = Math.min(120, state.timeoutSeconds / 2) * 1000;
+    const agentWaitedLong = agentWaitSince !== undefined && io.now() - agentWaitSince >= agentGrace;
+    if (agentWait && (timedOut || (diagnosis === undefined && agentWaitedLong))) {
+      diagnosis = await io.checkAgent();
+      io.warn(`${label}: Rancher is ${AGENT_NOT_CONNECTED}: ${diagnosis}`);
     }
     if (timedOut) {
       throw new Error(
@@ -226,8 +237,25 @@ export async function waitForCluster(state: ClusterWaitState): Promise<void> {
           ". The nodes stay registered; fix the cause and run pulumi up again.",
       );
     }
-    await new Promise((r) => setTimeout(r, state.pollSeconds * 1000));
+    await io.sleep(state.pollSeconds * 1000);
   }
+}
+
+/** The wait against Rancher's API and the init node, logging to Pulumi. */
+function waitAgainstRancher(state: ClusterWaitState): Promise<void> {
+  const target = {
+    url: state.rancherUrl,
+    token: state.apiToken,
+    caCertificate: state.caCertificate,
+  };
+  return waitForCluster(state, {
+    fetchCluster: () => rancherGet(target, `/v3/clusters/${encodeURIComponent(state.clusterId)}`),
+    checkAgent: () => checkAgent(state),
+    now: () => Date.now(),
+    sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+    info: (line) => pulumi.log.info(line),
+    warn: (line) => pulumi.log.warn(line),
+  });
 }
 
 export const clusterWaitProvider: pulumi.dynamic.ResourceProvider = {
@@ -238,7 +266,7 @@ export const clusterWaitProvider: pulumi.dynamic.ResourceProvider = {
     };
   },
   async create(inputs: ClusterWaitState) {
-    await waitForCluster(inputs);
+    await waitAgainstRancher(inputs);
     return { id: `${inputs.cluster}/active-after-${inputs.after}`, outs: inputs };
   },
   async read(id: string, props: ClusterWaitState) {
