@@ -166,6 +166,22 @@ describe("Rancher cluster wait", () => {
       assert.match(d, /^seed 000: .* failed after 0\.1 s/);
     });
 
+    it("names it when the pod-like lookup answers only after a search domain timed out", () => {
+      const out = "agent-log-missing\nlookup=ok 10.0 192.168.122.20 192.168.122.21";
+      const d = diagnoseClusterAgent(parseAgentCheck(out, "n31"), context);
+      assert.match(
+        d,
+        /^seed 000: .*answered 192\.168\.122\.20 192\.168\.122\.21 in 10\.0 s, only after a search domain's query went unanswered/,
+      );
+    });
+
+    it("does not blame DNS when the pod-like lookup could not run", () => {
+      const out = "agent-log-missing\nlookup=unavailable 0.0 exit 32: mount: permission denied";
+      const d = diagnoseClusterAgent(parseAgentCheck(out, "n31"), context);
+      assert.doesNotMatch(d, /seed 000/);
+      assert.match(d, /could not run on sza122031\.local \(exit 32: mount: permission denied\)/);
+    });
+
     it("says what it saw when the agent resolves Rancher", () => {
       const out =
         'agent-log: msg="Connecting to proxy" url=wss://ai-ear.cn\nlookup=ok 0.0 192.168.122.20';
