@@ -46,6 +46,20 @@ function assertRolling(out: string) {
   }
 }
 
+/** The real kubectl on the management cluster's real apiserver (KUBECONFIG: the lab's admin
+ * kubeconfig, the one the stack's `kubeconfig` secret holds). */
+const kubectl = (...args: string[]) => run("kubectl", ["--request-timeout=10s", ...args]);
+const corednsValuesContent = () =>
+  kubectl(
+    "-n",
+    "kube-system",
+    "get",
+    "helmchartconfig",
+    "rke2-coredns",
+    "-o",
+    "jsonpath={.spec.valuesContent}",
+  );
+
 const isReject = (rule: string) => /-j REJECT --reject-with icmp-host-prohibited/.test(rule);
 
 describe("pulumi CLI on the local stack", function () {
@@ -207,6 +221,79 @@ describe("pulumi CLI on the local stack", function () {
     assert.equal(r.status, 0, r.out);
     assert.doesNotMatch(r.out, /changed: (re)?started rke2-server/);
     assert.deepEqual(history(), before);
+  });
+
+  // HelmChartConfig delivery through the real kubernetes provider, on the management cluster's
+  // real apiserver, which the RKE2 stand-in runs on each server.
+  it("rke2.dnsDelivery helmChartConfig creates the HelmChartConfig and the DNS NetworkPolicies on the apiserver", () => {
+    // Rancher's namespace exists on a management cluster; the DNS egress policy goes there too.
+    const ns = kubectl("create", "namespace", "cattle-system");
+    assert.ok(ns.status === 0 || /AlreadyExists/.test(ns.stderr), ns.stderr);
+    assert.equal(
+      pulumi("config", "set", "--path", "rke2.dnsDelivery", "helmChartConfig").status,
+      0,
+    );
+    const r = pulumi("up", "--yes");
+    assert.equal(r.status, 0, r.out);
+    const got = corednsValuesContent();
+    assert.equal(got.status, 0, got.stderr);
+    assert.match(got.stdout, /ai-ear\.cn/);
+    for (const namespace of ["default", "cattle-system"]) {
+      const np = kubectl("-n", namespace, "get", "networkpolicy", "-o", "json");
+      assert.equal(np.status, 0, np.stderr);
+      const ports = (
+        JSON.parse(np.stdout) as {
+          items: { spec: { egress?: { ports?: { protocol?: string; port?: number }[] }[] } }[];
+        }
+      ).items.flatMap((i) => (i.spec.egress ?? []).flatMap((e) => e.ports ?? []));
+      assert.ok(
+        ports.some((p) => p.protocol === "UDP" && p.port === 53) &&
+          ports.some((p) => p.protocol === "TCP" && p.port === 53),
+        `no UDP and TCP 53 egress in ${namespace}: ${np.stdout}`,
+      );
+    }
+    // The apiserver validates against the CRD: a value outside its schema is refused.
+    const bad = kubectl(
+      "-n",
+      "kube-system",
+      "patch",
+      "helmchartconfig",
+      "rke2-coredns",
+      "--type=merge",
+      "-p",
+      '{"spec":{"failurePolicy":"ignore"}}',
+    );
+    assert.notEqual(bad.status, 0, "the apiserver accepted failurePolicy: ignore");
+    assert.match(bad.stderr, /failurePolicy/);
+  });
+
+  it("a kubectl edit of the HelmChartConfig is drift; up --refresh puts the values back", () => {
+    try {
+      const delivered = corednsValuesContent().stdout;
+      const edit = kubectl(
+        "-n",
+        "kube-system",
+        "patch",
+        "helmchartconfig",
+        "rke2-coredns",
+        "--type=merge",
+        "-p",
+        '{"spec":{"valuesContent":"servers: []\\n"}}',
+      );
+      assert.equal(edit.status, 0, edit.stderr);
+      const preview = pulumi("preview", "--refresh", "--expect-no-changes", "--diff");
+      assert.notEqual(preview.status, 0, "the edit went unnoticed");
+      assert.match(preview.out, /rke2-coredns/);
+      const r = pulumi("up", "--yes", "--refresh");
+      assert.equal(r.status, 0, r.out);
+      assert.equal(corednsValuesContent().stdout, delivered);
+      assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
+    } finally {
+      // Back to the server manifest for the tests that follow.
+      assert.equal(pulumi("config", "rm", "--path", "rke2.dnsDelivery").status, 0);
+      const r = pulumi("up", "--yes");
+      assert.equal(r.status, 0, r.out);
+    }
   });
 
   it("a config change restarts the servers one at a time, each behind its join gate", () => {
