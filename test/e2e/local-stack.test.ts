@@ -19,7 +19,7 @@ import {
   unitState,
 } from "../real/lab";
 import { runScript } from "../../components/ssh/run-script";
-import { nodeConnection } from "../real/lab";
+import { inNamespace, nodeConnection } from "../real/lab";
 
 const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
 /** A later release than the lab stack's, for the rolling upgrade. */
@@ -293,6 +293,68 @@ describe("pulumi CLI on the local stack", function () {
       assert.equal(pulumi("config", "rm", "--path", "rke2.dnsDelivery").status, 0);
       const r = pulumi("up", "--yes");
       assert.equal(r.status, 0, r.out);
+    }
+  });
+
+  it("cluster DNS on the real kubernetes plugin: a pod resolves kubernetes.default and a new Service through node-local DNS, CoreDNS and the apiserver; seed 000's fix breaks both", () => {
+    const svc = kubectl(
+      "-n",
+      "default",
+      "create",
+      "service",
+      "clusterip",
+      "dns-path-check",
+      "--tcp=80:80",
+    );
+    assert.equal(svc.status, 0, svc.stderr);
+    const ipOf = (name: string) =>
+      kubectl(
+        "-n",
+        "default",
+        "get",
+        "service",
+        name,
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+      ).stdout.trim();
+    const apiIp = ipOf("kubernetes");
+    const svcIp = ipOf("dns-path-check");
+    assert.match(svcIp, /^10\.13\./);
+    const pod = labNs("pod");
+    const lookup = (name: string) => inNamespace(pod, ["getent", "ahosts", name], 60000);
+    const addresses = (out: string) => [
+      ...new Set(
+        out
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => l.split(/\s+/)[0]),
+      ),
+    ];
+    try {
+      assert.equal(lab("dns", "stack", "api").status, 0);
+      const api = lookup("kubernetes.default.svc.cluster.local");
+      assert.equal(api.status, 0, api.stderr);
+      assert.deepEqual(addresses(api.stdout), [apiIp]);
+      // The short name through the pod's search list, as an application looks it up.
+      const short = lookup("dns-path-check");
+      assert.equal(short.status, 0, short.stderr);
+      assert.deepEqual(addresses(short.stdout), [svcIp]);
+      const rancher = lookup("ai-ear.cn");
+      assert.equal(rancher.status, 0, rancher.stderr);
+      assert.deepEqual(addresses(rancher.stdout).sort(), SERVERS);
+
+      // Seed 000's own fix: its `local` block takes every *.cluster.local query.
+      assert.equal(lab("dns", "seed", "api").status, 0);
+      for (const name of [
+        "kubernetes.default.svc.cluster.local",
+        "dns-path-check.default.svc.cluster.local",
+      ]) {
+        const r = inNamespace(pod, ["dig", "+time=3", "+tries=1", name]);
+        assert.match(r.stdout, /status: NXDOMAIN/, `${name} still resolves under seed 000's fix`);
+      }
+    } finally {
+      assert.equal(lab("dns", "stack").status, 0);
+      kubectl("-n", "default", "delete", "service", "dns-path-check");
     }
   });
 
