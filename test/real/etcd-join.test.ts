@@ -353,8 +353,9 @@ echo $! >${controlPlanePid}`,
       );
       assert.equal(started.exitCode, 0, started.stderr);
       await until(
-        "the Node of .30 with EtcdIsVoter=True from the real apiserver",
+        "the real apiserver's /readyz and the Node of .30 with EtcdIsVoter=True",
         () =>
+          kubectlOnA("get", "--raw", "/readyz") === "ok" &&
           kubectlOnA(
             "get",
             "node",
