@@ -60,6 +60,19 @@ const corednsValuesContent = () =>
     "jsonpath={.spec.valuesContent}",
   );
 
+/** `kubectl patch` of the rke2-coredns HelmChartConfig's spec, as someone editing it by hand. */
+const patchCorednsHelmChartConfig = (spec: Record<string, string>) =>
+  kubectl(
+    "-n",
+    "kube-system",
+    "patch",
+    "helmchartconfig",
+    "rke2-coredns",
+    "--type=merge",
+    "-p",
+    JSON.stringify({ spec }),
+  );
+
 const isReject = (rule: string) => /-j REJECT --reject-with icmp-host-prohibited/.test(rule);
 
 describe("pulumi CLI on the local stack", function () {
@@ -253,16 +266,7 @@ describe("pulumi CLI on the local stack", function () {
       );
     }
     // The apiserver validates against the CRD: a value outside its schema is refused.
-    const bad = kubectl(
-      "-n",
-      "kube-system",
-      "patch",
-      "helmchartconfig",
-      "rke2-coredns",
-      "--type=merge",
-      "-p",
-      '{"spec":{"failurePolicy":"ignore"}}',
-    );
+    const bad = patchCorednsHelmChartConfig({ failurePolicy: "ignore" });
     assert.notEqual(bad.status, 0, "the apiserver accepted failurePolicy: ignore");
     assert.match(bad.stderr, /failurePolicy/);
   });
@@ -270,16 +274,7 @@ describe("pulumi CLI on the local stack", function () {
   it("a kubectl edit of the HelmChartConfig is drift; up --refresh puts the values back", () => {
     try {
       const delivered = corednsValuesContent().stdout;
-      const edit = kubectl(
-        "-n",
-        "kube-system",
-        "patch",
-        "helmchartconfig",
-        "rke2-coredns",
-        "--type=merge",
-        "-p",
-        '{"spec":{"valuesContent":"servers: []\\n"}}',
-      );
+      const edit = patchCorednsHelmChartConfig({ valuesContent: "servers: []\n" });
       assert.equal(edit.status, 0, edit.stderr);
       const preview = pulumi("preview", "--refresh", "--expect-no-changes", "--diff");
       assert.notEqual(preview.status, 0, "the edit went unnoticed");
