@@ -167,6 +167,28 @@ describe("program (Pulumi mocks)", function () {
     for (const r of delivered) assert.equal(r.retainOnDelete, true, `${r.type} ${r.name}`);
   });
 
+  it("through the Kubernetes API, takes back fields a hand edit took (server-side apply patch force)", async () => {
+    const viaApi = {
+      ...model,
+      management: { ...model.management, dnsDelivery: "helmChartConfig" as const },
+    };
+    const recorded = await record(viaApi);
+    const delivered = recorded.filter(
+      (r) =>
+        r.type === "kubernetes:helm.cattle.io/v1:HelmChartConfig" ||
+        r.type === "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+    );
+    assert.equal(delivered.length, 3);
+    for (const r of delivered)
+      assert.equal(
+        (r.inputs.metadata as { annotations?: Record<string, string> }).annotations?.[
+          "pulumi.com/patchForce"
+        ],
+        "true",
+        `${r.type} ${r.name}`,
+      );
+  });
+
   /** A management agent at 192.168.122.<octet>, reached over SSH at that address. */
   const agentNode = (octet: number) => ({
     ...model.nodes[0],
