@@ -37,6 +37,24 @@ export type DnsDelivery =
     }
   | { readonly kind: "rancherChartValues" };
 
+/**
+ * The object with the provider's patch-force annotation: a hand edit (`kubectl edit`/`patch`)
+ * makes its editor the owner of the fields it changed under server-side apply, and the next
+ * `pulumi up --refresh` would then stop on a field-manager conflict instead of repairing the
+ * drift (pulumi/pulumi-kubernetes provider/v4 pkg/await/await.go `patchForce`, annotation
+ * `pulumi.com/patchForce` in pkg/metadata/annotations.go, at the commit the toolchain builds).
+ */
+function forceOwnership(object: Record<string, unknown>): Record<string, unknown> {
+  const metadata = object.metadata as { annotations?: Record<string, string> };
+  return {
+    ...object,
+    metadata: {
+      ...metadata,
+      annotations: { ...metadata.annotations, "pulumi.com/patchForce": "true" },
+    },
+  };
+}
+
 export interface ClusterDnsArgs {
   readonly cluster: ClusterSettings;
   readonly dns: DnsSettings;
@@ -82,10 +100,10 @@ export class ClusterDns extends pulumi.ComponentResource {
         const k8sOpts = { parent: this, provider: delivery.provider, retainOnDelete: true };
         new k8s.apiextensions.CustomResource(
           `${name}-rke2-coredns`,
-          helmChartConfig as k8s.apiextensions.CustomResourceArgs,
+          forceOwnership(helmChartConfig) as k8s.apiextensions.CustomResourceArgs,
           k8sOpts,
         );
-        for (const policy of policies) {
+        for (const policy of policies.map(forceOwnership)) {
           const ns = (policy.metadata as { namespace: string }).namespace;
           new k8s.networking.v1.NetworkPolicy(
             `${name}-dns-egress-${ns}`,

@@ -152,19 +152,35 @@ describe("program (Pulumi mocks)", function () {
     assert.equal(manifests.length, 0);
   });
 
-  it("keeps the HelmChartConfig and the DNS egress policies on destroy (retainOnDelete)", async () => {
+  /** The HelmChartConfig and the DNS NetworkPolicies the program delivers through the API. */
+  async function deliveredThroughApi() {
     const viaApi = {
       ...model,
       management: { ...model.management, dnsDelivery: "helmChartConfig" as const },
     };
-    const recorded = await record(viaApi);
-    const delivered = recorded.filter(
+    const delivered = (await record(viaApi)).filter(
       (r) =>
         r.type === "kubernetes:helm.cattle.io/v1:HelmChartConfig" ||
         r.type === "kubernetes:networking.k8s.io/v1:NetworkPolicy",
     );
     assert.equal(delivered.length, 3);
-    for (const r of delivered) assert.equal(r.retainOnDelete, true, `${r.type} ${r.name}`);
+    return delivered;
+  }
+
+  it("keeps the HelmChartConfig and the DNS egress policies on destroy (retainOnDelete)", async () => {
+    for (const r of await deliveredThroughApi())
+      assert.equal(r.retainOnDelete, true, `${r.type} ${r.name}`);
+  });
+
+  it("through the Kubernetes API, takes back fields a hand edit took (server-side apply patch force)", async () => {
+    for (const r of await deliveredThroughApi())
+      assert.equal(
+        (r.inputs.metadata as { annotations?: Record<string, string> }).annotations?.[
+          "pulumi.com/patchForce"
+        ],
+        "true",
+        `${r.type} ${r.name}`,
+      );
   });
 
   /** A management agent at 192.168.122.<octet>, reached over SSH at that address. */

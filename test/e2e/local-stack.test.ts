@@ -19,7 +19,7 @@ import {
   unitState,
 } from "../real/lab";
 import { runScript } from "../../components/ssh/run-script";
-import { nodeConnection } from "../real/lab";
+import { inNamespace, nodeConnection } from "../real/lab";
 
 const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
 /** A later release than the lab stack's, for the rolling upgrade. */
@@ -45,6 +45,33 @@ function assertRolling(out: string) {
     assert.ok(previousJoin > restarted, `.${n}'s gate did not pass after its restart`);
   }
 }
+
+/** The real kubectl on the management cluster's real apiserver (KUBECONFIG: the lab's admin
+ * kubeconfig, the one the stack's `kubeconfig` secret holds). */
+const kubectl = (...args: string[]) => run("kubectl", ["--request-timeout=10s", ...args]);
+const corednsValuesContent = () =>
+  kubectl(
+    "-n",
+    "kube-system",
+    "get",
+    "helmchartconfig",
+    "rke2-coredns",
+    "-o",
+    "jsonpath={.spec.valuesContent}",
+  );
+
+/** `kubectl patch` of the rke2-coredns HelmChartConfig's spec, as someone editing it by hand. */
+const patchCorednsHelmChartConfig = (spec: Record<string, string>) =>
+  kubectl(
+    "-n",
+    "kube-system",
+    "patch",
+    "helmchartconfig",
+    "rke2-coredns",
+    "--type=merge",
+    "-p",
+    JSON.stringify({ spec }),
+  );
 
 const isReject = (rule: string) => /-j REJECT --reject-with icmp-host-prohibited/.test(rule);
 
@@ -207,6 +234,123 @@ describe("pulumi CLI on the local stack", function () {
     assert.equal(r.status, 0, r.out);
     assert.doesNotMatch(r.out, /changed: (re)?started rke2-server/);
     assert.deepEqual(history(), before);
+  });
+
+  // HelmChartConfig delivery through the real kubernetes provider, on the management cluster's
+  // real apiserver, which the RKE2 stand-in runs on each server.
+  it("rke2.dnsDelivery helmChartConfig creates the HelmChartConfig and the DNS NetworkPolicies on the apiserver", () => {
+    // Rancher's namespace exists on a management cluster; the DNS egress policy goes there too.
+    const ns = kubectl("create", "namespace", "cattle-system");
+    assert.ok(ns.status === 0 || /AlreadyExists/.test(ns.stderr), ns.stderr);
+    assert.equal(
+      pulumi("config", "set", "--path", "rke2.dnsDelivery", "helmChartConfig").status,
+      0,
+    );
+    const r = pulumi("up", "--yes");
+    assert.equal(r.status, 0, r.out);
+    const got = corednsValuesContent();
+    assert.equal(got.status, 0, got.stderr);
+    assert.match(got.stdout, /ai-ear\.cn/);
+    for (const namespace of ["default", "cattle-system"]) {
+      const np = kubectl("-n", namespace, "get", "networkpolicy", "-o", "json");
+      assert.equal(np.status, 0, np.stderr);
+      const ports = (
+        JSON.parse(np.stdout) as {
+          items: { spec: { egress?: { ports?: { protocol?: string; port?: number }[] }[] } }[];
+        }
+      ).items.flatMap((i) => (i.spec.egress ?? []).flatMap((e) => e.ports ?? []));
+      assert.ok(
+        ports.some((p) => p.protocol === "UDP" && p.port === 53) &&
+          ports.some((p) => p.protocol === "TCP" && p.port === 53),
+        `no UDP and TCP 53 egress in ${namespace}: ${np.stdout}`,
+      );
+    }
+    // The apiserver validates against the CRD: a value outside its schema is refused.
+    const bad = patchCorednsHelmChartConfig({ failurePolicy: "ignore" });
+    assert.notEqual(bad.status, 0, "the apiserver accepted failurePolicy: ignore");
+    assert.match(bad.stderr, /failurePolicy/);
+  });
+
+  it("a kubectl edit of the HelmChartConfig is drift; up --refresh puts the values back", () => {
+    try {
+      const delivered = corednsValuesContent().stdout;
+      const edit = patchCorednsHelmChartConfig({ valuesContent: "servers: []\n" });
+      assert.equal(edit.status, 0, edit.stderr);
+      const preview = pulumi("preview", "--refresh", "--expect-no-changes", "--diff");
+      assert.notEqual(preview.status, 0, "the edit went unnoticed");
+      assert.match(preview.out, /rke2-coredns/);
+      const r = pulumi("up", "--yes", "--refresh");
+      assert.equal(r.status, 0, r.out);
+      assert.equal(corednsValuesContent().stdout, delivered);
+      assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
+    } finally {
+      // Back to the server manifest for the tests that follow.
+      assert.equal(pulumi("config", "rm", "--path", "rke2.dnsDelivery").status, 0);
+      const r = pulumi("up", "--yes");
+      assert.equal(r.status, 0, r.out);
+    }
+  });
+
+  it("cluster DNS on the real kubernetes plugin: a pod resolves kubernetes.default and a new Service through node-local DNS, CoreDNS and the apiserver; seed 000's fix breaks both", () => {
+    const svc = kubectl(
+      "-n",
+      "default",
+      "create",
+      "service",
+      "clusterip",
+      "dns-path-check",
+      "--tcp=80:80",
+    );
+    assert.equal(svc.status, 0, svc.stderr);
+    const ipOf = (name: string) =>
+      kubectl(
+        "-n",
+        "default",
+        "get",
+        "service",
+        name,
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+      ).stdout.trim();
+    const apiIp = ipOf("kubernetes");
+    const svcIp = ipOf("dns-path-check");
+    assert.match(svcIp, /^10\.13\./);
+    const pod = labNs("pod");
+    const lookup = (name: string) => inNamespace(pod, ["getent", "ahosts", name], 60000);
+    const addresses = (out: string) => [
+      ...new Set(
+        out
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => l.split(/\s+/)[0]),
+      ),
+    ];
+    try {
+      assert.equal(lab("dns", "stack", "api").status, 0);
+      const api = lookup("kubernetes.default.svc.cluster.local");
+      assert.equal(api.status, 0, api.stderr);
+      assert.deepEqual(addresses(api.stdout), [apiIp]);
+      // The short name through the pod's search list, as an application looks it up.
+      const short = lookup("dns-path-check");
+      assert.equal(short.status, 0, short.stderr);
+      assert.deepEqual(addresses(short.stdout), [svcIp]);
+      const rancher = lookup("ai-ear.cn");
+      assert.equal(rancher.status, 0, rancher.stderr);
+      assert.deepEqual(addresses(rancher.stdout).sort(), SERVERS);
+
+      // Seed 000's own fix: its `local` block takes every *.cluster.local query.
+      assert.equal(lab("dns", "seed", "api").status, 0);
+      for (const name of [
+        "kubernetes.default.svc.cluster.local",
+        "dns-path-check.default.svc.cluster.local",
+      ]) {
+        const r = inNamespace(pod, ["dig", "+time=3", "+tries=1", name]);
+        assert.match(r.stdout, /status: NXDOMAIN/, `${name} still resolves under seed 000's fix`);
+      }
+    } finally {
+      assert.equal(lab("dns", "stack").status, 0);
+      kubectl("-n", "default", "delete", "service", "dns-path-check");
+    }
   });
 
   it("a config change restarts the servers one at a time, each behind its join gate", () => {

@@ -1,9 +1,14 @@
 /**
- * Prepares the lab's cluster DNS from what `render` wrote for the stack. Stand-in: the lab has no
- * Kubernetes API, so the CoreDNS `kubernetes` plugin is replaced by a `file` plugin serving a
- * few `*.<cluster domain>` names from a zone file; every other line of the rendered Corefile is kept.
+ * Prepares the lab's cluster DNS from what `render` wrote for the stack. With `--kubeconfig`, the
+ * CoreDNS `kubernetes` plugin runs for real against the management cluster's kube-apiserver (which
+ * exists once RKE2's stand-in runs on the management servers): the kubeconfig is added to its block,
+ * as a CoreDNS outside the cluster connects (coredns/coredns@v1.14.7 plugin/kubernetes/README.md,
+ * `kubeconfig KUBECONFIG [CONTEXT]`). Without it (no apiserver yet), stand-in: the plugin is
+ * replaced by a `file` plugin serving a few `*.<cluster domain>` names from a zone file. Every
+ * other line of the rendered Corefile is kept.
  *
  *   node bin/test/lab/dns-standin.js --stack local --render <dir> --out <dir> [--mode stack|default]
+ *     [--kubeconfig <file>]
  *
  * `--mode default` uses the chart's default Corefile instead: the estate as found, before any fix;
  * `--mode seed` runs seed 000's own HelmChartConfig; `--mode stack-missing-zones` runs the stack's
@@ -41,6 +46,20 @@ export function replaceKubernetesPlugin(
   return corefile.replace(
     /^(\s*)kubernetes\b[^\n{]*(\{[^}]*\})?/gm,
     (_m, indent: string) => `${indent}file ${zoneFile} ${clusterDomain}`,
+  );
+}
+
+/** Adds `kubeconfig FILE` to each `kubernetes` plugin of the Corefile (opening a block if it has none). */
+export function withKubeconfig(corefile: string, kubeconfig: string): string {
+  return corefile.replace(
+    /^(\s*)(kubernetes\b[^\n{]*?)\s*(\{([^}]*)\})?$/gm,
+    (_m, indent: string, head: string, _block: string | undefined, body: string | undefined) => {
+      const inner = (body ?? "").replace(/^\n|\n\s*$/g, "");
+      const lines = [`${indent}${head} {`];
+      if (inner) lines.push(inner);
+      lines.push(`${indent}    kubeconfig ${kubeconfig}`, `${indent}}`);
+      return lines.join("\n");
+    },
   );
 }
 
@@ -116,9 +135,12 @@ function main(argv: readonly string[]): void {
       : mode === "seed"
         ? renderChartCorefile(seedValues(), globals)
         : fs.readFileSync(path.join(renderDir, file("coredns-corefile")!.path), "utf8");
+  const kubeconfig = flags.get("kubeconfig");
   fs.writeFileSync(
     path.join(out, "Corefile"),
-    replaceKubernetesPlugin(rendered, cluster.clusterDomain, zoneFile) + "\n",
+    (kubeconfig
+      ? withKubeconfig(rendered, kubeconfig)
+      : replaceKubernetesPlugin(rendered, cluster.clusterDomain, zoneFile)) + "\n",
   );
 
   const nodeLocal =

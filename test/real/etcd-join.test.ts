@@ -83,6 +83,22 @@ async function until(what: string, check: () => boolean, ms = 30000): Promise<vo
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** The real kubectl on node A with the kubeconfig RKE2's stand-in wrote there (stdout, trimmed). */
+function kubectlOnA(...args: string[]): string {
+  const r = inNamespace(labNs(`n${A.octet}`), [
+    "nsenter",
+    "--target",
+    fs.readFileSync(path.join(LAB_DIR, "nodes", `n${A.octet}`, "sshd.pid"), "utf8").trim(),
+    "--mount",
+    nodeFile(A.octet, "/var/lib/rancher/rke2/bin/kubectl"),
+    "--kubeconfig",
+    "/etc/rancher/rke2/rke2.yaml",
+    "--request-timeout=5s",
+    ...args,
+  ]);
+  return r.status === 0 ? r.stdout.trim() : "";
+}
+
 /** A member's line in `member list`, found by its peer URL (an unstarted learner has no name). */
 const memberLine = (ip: string) =>
   etcdctl("member", "list")
@@ -305,8 +321,10 @@ describe("RKE2 join against real etcd", function () {
   });
 
   describe("learners and the join gate", () => {
-    before(async () => {
-      // Node A: the stand-in kubectl and a config naming it, as an installed first server has.
+    const controlPlanePid = "/run/rke2-standin-control-plane.pid";
+    before(async function () {
+      this.timeout(240000);
+      // Node A: the real kubectl and a config naming it, as an installed first server has.
       writeConfig(A);
       const installed = await runScript(
         nodeConnection(A.octet),
@@ -322,6 +340,56 @@ describe("RKE2 join against real etcd", function () {
         ]),
       );
       await until("etcd on .30", () => etcdctl("endpoint", "health").status === 0);
+      // The real kube-apiserver on that etcd, the Node and its conditions (RKE2's stand-in
+      // control plane; .30 is not a management server, so the lab does not start one there).
+      const bin = fs.readFileSync(path.join(LAB_DIR, "toolchain.path"), "utf8").trim();
+      const standin = path.join(REPO, "test", "lab", "rke2-standin", "control-plane");
+      const started = await runScript(
+        nodeConnection(A.octet),
+        `mkdir -p /var/lib/rancher/rke2/server/logs
+STANDIN_KUBE_DIR=${path.join(LAB_DIR, "kube")} STANDIN_BIN=${bin} setsid ${standin} ${A.name} ${A.ip} ${memberName(A)} \
+  >>/var/lib/rancher/rke2/server/logs/control-plane.log 2>&1 </dev/null &
+echo $! >${controlPlanePid}`,
+      );
+      assert.equal(started.exitCode, 0, started.stderr);
+      await until(
+        "the real apiserver's /readyz and the Node of .30 with EtcdIsVoter=True",
+        () =>
+          kubectlOnA("get", "--raw", "/readyz") === "ok" &&
+          kubectlOnA(
+            "get",
+            "node",
+            A.name,
+            "-o",
+            'jsonpath={.status.conditions[?(@.type=="EtcdIsVoter")].status}',
+          ) === "True",
+        180000,
+      );
+    });
+    after(async () => {
+      await runScript(
+        nodeConnection(A.octet),
+        `[ -f ${controlPlanePid} ] && kill -- -"$(cat ${controlPlanePid})"; rm -f ${controlPlanePid}; true`,
+      );
+    });
+
+    it("the real apiserver reports readyz and the Node's Ready and EtcdIsVoter conditions as RKE2 does", () => {
+      assert.equal(kubectlOnA("get", "--raw", "/readyz"), "ok");
+      const node = JSON.parse(kubectlOnA("get", "node", A.name, "-o", "json")) as {
+        metadata: { annotations: Record<string, string>; labels: Record<string, string> };
+        status: { conditions: { type: string; status: string; reason: string }[] };
+      };
+      assert.equal(node.metadata.annotations["etcd.rke2.cattle.io/node-name"], memberName(A));
+      assert.equal(node.metadata.labels["node-role.kubernetes.io/etcd"], "true");
+      const byType = new Map(node.status.conditions.map((c) => [c.type, c]));
+      assert.deepEqual(
+        [
+          byType.get("Ready")?.status,
+          byType.get("EtcdIsVoter")?.status,
+          byType.get("EtcdIsVoter")?.reason,
+        ],
+        ["True", "True", "MemberNotLearner"],
+      );
     });
 
     it("etcd refuses a second learner while one exists: 'too many learner members in cluster'", () => {
