@@ -200,13 +200,21 @@ function deployDownstreamClusters(
     outputs.downstreamChartValues[cluster.name] = dns.chartValues;
     if (!provider) continue;
     const nodes = nodesOfCluster(model, cluster.name);
+    const kubeletArgs = dnsKubeletArgs(model.dns, cluster);
+    // Pods' nameserver is the kubelet's cluster-dns: the node-local cache's address when set.
+    const podNameserver =
+      kubeletArgs.find((a) => a.startsWith("cluster-dns="))?.slice("cluster-dns=".length) ??
+      cluster.clusterDnsIp;
     const downstream = new RancherDownstreamCluster(`rancher-${cluster.name}`, {
       cluster,
       nodes,
       chartValues: dns.chartValues,
-      kubeletArgs: dnsKubeletArgs(model.dns, cluster),
+      kubeletArgs,
       caCertificate: rancher.caCertificate,
       rancherHost: rancher.hostname,
+      rancherUrl: rancher.url,
+      apiToken: secrets.rancherToken ?? pulumi.secret(""),
+      podNameserver,
       provider,
       rancherReady,
       sshPrivateKey: secrets.sshPrivateKey ?? pulumi.secret(""),

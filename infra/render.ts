@@ -22,7 +22,11 @@ import { nodeScriptParams } from "../components/node-preparation/provider";
 import { renderUnmanagedDevicesConfig } from "../components/node-preparation/render";
 import { scriptWithParams } from "../components/ssh/run-script";
 import * as path from "path";
-import { renderRkeConfigText } from "../components/rancher-cluster";
+import {
+  rancherCaChecksum,
+  registrationPlanDocument,
+  renderRkeConfigText,
+} from "../components/rancher-cluster";
 import {
   ClusterSettings,
   DownstreamClusterSpec,
@@ -44,7 +48,8 @@ export type ArtifactKind =
   | "node-preparation-script"
   | "rancher-machine-global-config"
   | "rancher-machine-selector-config"
-  | "rancher-chart-values";
+  | "rancher-chart-values"
+  | "rancher-registration-plan";
 
 /** One file the stack puts on a host or into a cluster, as `render` writes it for review. */
 export interface Artifact {
@@ -140,6 +145,7 @@ export function renderArtifacts(model: EnvironmentModel): Artifact[] {
   }
   for (const cluster of model.rancher?.downstreamClusters ?? []) {
     artifacts.push(...rkeConfigArtifacts(model, cluster));
+    artifacts.push(registrationPlanArtifact(model, cluster));
   }
   return artifacts;
 }
@@ -173,6 +179,30 @@ function rkeConfigArtifacts(model: EnvironmentModel, cluster: DownstreamClusterS
     });
   }
   return artifacts;
+}
+
+/**
+ * The order the cluster's nodes register in and what each step waits for, plus the CA checksum
+ * Rancher's node command must carry (`rancherCaChecksum`: Rancher's rule).
+ */
+function registrationPlanArtifact(
+  model: EnvironmentModel,
+  cluster: DownstreamClusterSpec,
+): Artifact {
+  const nodes = model.nodes.filter((n) => n.cluster === cluster.name);
+  const ca = model.rancher?.caCertificate;
+  const doc = registrationPlanDocument(
+    cluster.name,
+    nodes,
+    ca === undefined ? undefined : rancherCaChecksum(ca),
+  );
+  return {
+    kind: "rancher-registration-plan",
+    target: cluster.name,
+    cluster: cluster.name,
+    path: `rancher/${cluster.name}/registration-plan.json`,
+    content: JSON.stringify(doc, null, 2) + "\n",
+  };
 }
 
 function clusterDnsArtifacts(model: EnvironmentModel, cluster: ClusterSettings): Artifact[] {

@@ -1,29 +1,53 @@
 /**
  * A Rancher downstream custom cluster (a ClusterV2 without machine pools) and its nodes'
- * registration, in the order that keeps seed 000 from recurring:
+ * registration, in the order Rancher's planner can satisfy (rancher/rancher@v2.14.3
+ * pkg/capr/planner/planner.go clusterIsSane and fullReconcile, initnode.go electInitNode):
  *   1. the ClusterV2, whose chartValues carry the cluster DNS fix, so Rancher writes the
  *      rke2-coredns HelmChartConfig before the cluster agent first resolves Rancher;
- *   2. the first etcd + control-plane node registers (after its preparation and the libvirt DNS
- *      records), and waits for its rke2-server;
- *   3. ClusterSync waits for the cluster to be active;
- *   4. each further etcd / control-plane node registers, one at a time, each followed by a sync;
- *   5. workers register after the last sync, in parallel.
+ *   2. the first group registers together, without waiting for any plan: one etcd node (the
+ *      init node), a controlplane node (the same one when it has both roles) and a worker; each
+ *      registration waits only until rancher-system-agent runs (Rancher plans nothing before
+ *      all three roles are registered);
+ *   3. a wait until the cluster is active (logging Rancher's condition message, diagnosing a
+ *      cluster agent that cannot reach Rancher), then ClusterSync;
+ *   4. each further etcd node alone: registration, the join gate on it (voting member, no
+ *      learner), a wait and a sync (new machines get their first plan at once, so etcd nodes
+ *      registered together would join etcd together);
+ *   5. each further control-plane node, followed by a wait and a sync;
+ *   6. the remaining workers in parallel, then a last wait and sync.
  */
+import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import * as rancher2 from "@pulumi/rancher2";
 import * as YAML from "yaml";
 import { DownstreamClusterSpec, NodeSpec } from "../../infra/config/model";
 import { componentFile } from "../assets";
 import { clusterWideRke2Settings } from "../rke2-cluster/config";
+import { joinGateProvider } from "../rke2-cluster/provider";
 import { pinnedTarget } from "../ssh/run-script";
+import { clusterWaitProvider } from "./cluster-wait";
 import { nodeRegistrationProvider } from "./provider";
-import { rancherCaChecksum, registrationPlan } from "./registration";
+import { PlannedRegistration, rancherCaChecksum, registrationPlan } from "./registration";
 
 export * from "./registration";
+export { clusterProgress, diagnoseClusterAgent, parseAgentCheck } from "./cluster-wait";
 
 class NodeRegistrationResource extends pulumi.dynamic.Resource {
   constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
     super(nodeRegistrationProvider, name, props, opts, "rancher", "NodeRegistration");
+  }
+}
+
+class ClusterWaitResource extends pulumi.dynamic.Resource {
+  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+    super(clusterWaitProvider, name, props, opts, "rancher", "ClusterWait");
+  }
+}
+
+/** The management cluster's join gate, run on a further etcd node of a downstream cluster. */
+class JoinGateResource extends pulumi.dynamic.Resource {
+  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+    super(joinGateProvider, name, props, opts, "rke2", "JoinGate");
   }
 }
 
@@ -53,7 +77,7 @@ export function renderRkeConfigText(
 
 export interface RancherDownstreamClusterArgs {
   readonly cluster: DownstreamClusterSpec;
-  /** The cluster's nodes in stack order; the first with etcd + controlplane registers first. */
+  /** The cluster's nodes in stack order (registrationPlan orders them). */
   readonly nodes: readonly NodeSpec[];
   /** rke2-coredns values as Rancher chartValues YAML (the cluster DNS fix). */
   readonly chartValues: string;
@@ -64,6 +88,12 @@ export interface RancherDownstreamClusterArgs {
   readonly caCertificate?: string;
   /** Rancher's hostname. */
   readonly rancherHost: string;
+  /** rancher.url: registration commands must register with it. */
+  readonly rancherUrl: string;
+  /** Rancher API token (a secret): the waits and the registration check read Rancher's API. */
+  readonly apiToken: pulumi.Input<string>;
+  /** The kubelet's cluster-dns address: pods' nameserver, for the cluster agent check. */
+  readonly podNameserver: string;
   /** The rancher2 provider for Rancher's API (URL, token, CA from the stack). */
   readonly provider: pulumi.ProviderResource;
   readonly sshPrivateKey: pulumi.Input<string>;
@@ -89,7 +119,7 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
   ) {
     super("rke2remediation:rancher:DownstreamCluster", name, {}, opts);
     const { cluster } = args;
-    let plan;
+    let plan: PlannedRegistration[];
     try {
       plan = registrationPlan(args.nodes);
     } catch (err) {
@@ -122,18 +152,52 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
     const command = pulumi.secret(
       cluster.insecureRegistration ? token.insecureNodeCommand : token.nodeCommand,
     );
+    const apiToken = pulumi.secret(args.apiToken);
+    const sshPrivateKey = pulumi.secret(args.sshPrivateKey);
     const script = componentFile(__dirname, "register-node.sh");
-    const sync = (suffix: string, after: pulumi.Resource[]) =>
-      new rancher2.ClusterSync(
+    const checkScript = componentFile(__dirname, "cluster-agent-check.sh");
+    const gateScript = componentFile(path.join(__dirname, "..", "rke2-cluster"), "join-gate.sh");
+    const membersScript = componentFile(
+      path.join(__dirname, "..", "rke2-cluster"),
+      "etcd-members.sh",
+    );
+    const initNode = plan[0].node;
+    const timeouts = cluster.joinGate;
+
+    // A wait until the cluster is active (saying why not), then ClusterSync for the kubeconfig.
+    const activeThenSync = (suffix: string, after: pulumi.Resource[]) => {
+      const wait = new ClusterWaitResource(
+        `${name}-active-${suffix}`,
+        {
+          cluster: cluster.name,
+          after: suffix,
+          clusterId: clusterV2.clusterV1Id,
+          rancherUrl: args.rancherUrl,
+          apiToken,
+          caCertificate: args.caCertificate,
+          timeoutSeconds: timeouts.timeoutSeconds,
+          pollSeconds: timeouts.pollSeconds,
+          initNode: initNode.name,
+          connection: pinnedTarget(initNode.ssh),
+          sshPrivateKey,
+          checkScript,
+          rancherHost: args.rancherHost,
+          podNameserver: args.podNameserver,
+          clusterDomain: cluster.clusterDomain,
+        },
+        { parent: this, dependsOn: after, additionalSecretOutputs: ["apiToken", "sshPrivateKey"] },
+      );
+      return new rancher2.ClusterSync(
         `${name}-sync-${suffix}`,
         { clusterId: clusterV2.clusterV1Id, stateConfirm: 2 },
         {
           ...rancherOpts,
-          dependsOn: after,
-          customTimeouts: { create: `${cluster.joinGate.timeoutSeconds}s` },
+          dependsOn: [wait],
+          customTimeouts: { create: `${timeouts.timeoutSeconds}s` },
         },
       );
-    const registration = (step: (typeof plan)[number], after: pulumi.Resource[]) =>
+    };
+    const registration = (step: PlannedRegistration, after: pulumi.Resource[]) =>
       new NodeRegistrationResource(
         `${name}-register-${step.node.name}`,
         {
@@ -142,46 +206,71 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
           cluster: cluster.name,
           roles: [...step.node.roles],
           connection: pinnedTarget(step.node.ssh),
-          sshPrivateKey: pulumi.secret(args.sshPrivateKey),
+          sshPrivateKey,
           registrationCommand: command,
+          rancherUrl: args.rancherUrl,
+          apiToken,
           insecure: cluster.insecureRegistration,
           caCertificate: args.caCertificate,
           caChecksum: args.caCertificate && rancherCaChecksum(args.caCertificate),
           rancherHost: args.rancherHost,
           script,
-          timeoutSeconds: cluster.joinGate.timeoutSeconds,
-          pollSeconds: cluster.joinGate.pollSeconds,
+          timeoutSeconds: timeouts.timeoutSeconds,
+          pollSeconds: timeouts.pollSeconds,
           registered: undefined,
         },
         {
           parent: this,
           dependsOn: [clusterV2, ...(args.prerequisites.get(step.node.name) ?? []), ...after],
-          additionalSecretOutputs: ["sshPrivateKey", "registrationCommand"],
+          additionalSecretOutputs: ["sshPrivateKey", "registrationCommand", "apiToken"],
         },
       );
+    const joinGate = (step: PlannedRegistration, registered: pulumi.Resource) =>
+      new JoinGateResource(
+        `${name}-gate-${step.node.name}`,
+        {
+          node: step.node.name,
+          connection: pinnedTarget(step.node.ssh),
+          sshPrivateKey,
+          script: gateScript,
+          membersScript,
+          timeoutSeconds: timeouts.timeoutSeconds,
+          pollSeconds: timeouts.pollSeconds,
+          serverStartedAt: "registered through Rancher",
+        },
+        { parent: this, dependsOn: [registered], additionalSecretOutputs: ["sshPrivateKey"] },
+      );
 
+    // Steps in registrationPlan's order; each step waits for the previous step's sync.
     let lastSync: rancher2.ClusterSync | undefined;
-    const workers: pulumi.Resource[] = [];
-    for (const step of plan) {
-      switch (step.step) {
+    for (const stepNumber of [...new Set(plan.map((p) => p.step))]) {
+      const steps = plan.filter((p) => p.step === stepNumber);
+      const after = lastSync ? [lastSync] : [];
+      const group = steps[0].group;
+      switch (group) {
         case "first":
-        case "control-plane": {
-          const registered = registration(step, lastSync ? [lastSync] : []);
-          lastSync = sync(step.node.name, [registered]);
+        case "worker": {
+          const registered = steps.map((s) => registration(s, after));
+          lastSync = activeThenSync(group === "first" ? initNode.name : "workers", registered);
           break;
         }
-        case "worker": {
-          workers.push(registration(step, [lastSync!]));
+        case "etcd": {
+          const registered = registration(steps[0], after);
+          lastSync = activeThenSync(steps[0].node.name, [joinGate(steps[0], registered)]);
+          break;
+        }
+        case "control-plane": {
+          lastSync = activeThenSync(steps[0].node.name, [registration(steps[0], after)]);
           break;
         }
         default: {
-          const unknown: never = step.step;
-          throw new pulumi.ResourceError(`unknown registration step ${String(unknown)}`, this);
+          const unknown: never = group;
+          throw new pulumi.ResourceError(`unknown registration group ${String(unknown)}`, this);
         }
       }
     }
-    // The stack's kubeconfig comes from a sync after every node, workers included.
-    const finalSync = workers.length > 0 ? sync("workers", workers) : lastSync!;
+    // The stack's kubeconfig comes from the sync after every node.
+    const finalSync = lastSync!;
     this.clusterId = clusterV2.clusterV1Id;
     this.kubeconfig = pulumi.secret(finalSync.kubeConfig);
     this.registrationToken = pulumi.secret(token.token);

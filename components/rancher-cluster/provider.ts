@@ -1,32 +1,33 @@
 /**
- * Dynamic provider for one node's registration into a Rancher downstream custom cluster. The
- * command is checked before it runs (CA pinned by --ca-checksum unless the stack opted in to the
- * insecure one) and runs over SSH with the host key pinned; the token it carries is cut out of
- * every log line and error. `read` reports whether the node is still registered, so refresh shows
- * a node whose agent was removed. Delete never unregisters a node.
+ * Dynamic provider for one node's registration into a Rancher downstream custom cluster.
+ * Rancher's node command is parsed and checked on this side (shape, server, CA pinned by
+ * --ca-checksum unless the stack opted in to the insecure one); the host gets its parts as
+ * stdin-delivered parameters and runs the installer with them in the environment, so no command
+ * line on the node carries the token. A node found registered counts only when it is registered
+ * with this Rancher and into this cluster; a node registered elsewhere is an error. Tokens are cut
+ * out of every log line and error. Delete never unregisters a node.
  */
 import * as pulumi from "@pulumi/pulumi";
 import * as ssh from "../ssh/run-script";
-import {
-  redact,
-  registrationCommandProblem,
-  rke2UnitFor,
-  roleFlags,
-  tokenOf,
-} from "./registration";
+import { planSecretCluster } from "./rancher-api";
+import { checkNodeCommand, ParsedNodeCommand, redact, roleFlags, tokenOf } from "./registration";
 
 export interface NodeRegistrationState {
   readonly node: string;
   readonly nodeIp: string;
   readonly cluster: string;
-  /** etcd, controlplane, worker: the flags appended to Rancher's command. */
+  /** etcd, controlplane, worker: the installer's role flags. */
   readonly roles: readonly string[];
   readonly connection: ssh.PinnedTarget;
   readonly sshPrivateKey: string;
   /** Rancher's node command; a secret. */
   readonly registrationCommand: string;
+  /** rancher.url: the command must register with it, and a registered node must be on it. */
+  readonly rancherUrl: string;
+  /** Rancher API token, to read the plan secret of a registered node; a secret. */
+  readonly apiToken: string;
   readonly insecure: boolean;
-  /** Rancher's CA as the stack pins it, and its SHA-256 (what --ca-checksum must carry). */
+  /** Rancher's CA as the stack pins it, and its checksum (what --ca-checksum must carry). */
   readonly caCertificate?: string;
   readonly caChecksum?: string;
   /** Rancher's hostname: names the CA's file in the node's trust store. */
@@ -34,40 +35,144 @@ export interface NodeRegistrationState {
   readonly script: string;
   readonly timeoutSeconds: number;
   readonly pollSeconds: number;
-  /** What the last run found: false when the node's agent is no longer registered. */
+  /** What the last run found: false when the node is no longer registered here. */
   readonly registered?: boolean;
 }
 
-async function register(state: NodeRegistrationState, mode: "apply" | "check") {
-  const secrets = [tokenOf(state.registrationCommand), state.registrationCommand];
-  const label = `node ${state.node}`;
-  if (mode === "apply") {
-    const problem = registrationCommandProblem(
-      state.registrationCommand,
-      state.insecure,
-      state.caChecksum,
-    );
-    if (problem) throw new Error(`${label}: not registered into ${state.cluster}: ${problem}.`);
+/** What `register-node.sh` in check mode found on the host. */
+export interface HostRegistration {
+  readonly registered: boolean;
+  readonly server?: string;
+  readonly namespace?: string;
+  readonly secretName?: string;
+}
+
+/** Parses the check line; a line that is not one stops with an error naming the host. */
+export function parseHostRegistration(stdout: string, host: string): HostRegistration {
+  const line = stdout
+    .trim()
+    .split("\n")
+    .find((l) => l.startsWith("registered="));
+  const fields = new Map(
+    (line ?? "")
+      .split(/\s+/)
+      .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+  );
+  const registered = fields.get("registered");
+  if (registered !== "yes" && registered !== "no") {
+    throw new Error(`${host}: the registration check printed no "registered=yes|no" line`);
   }
+  if (registered === "no") return { registered: false };
+  const server = fields.get("server");
+  const namespace = fields.get("namespace");
+  const secretName = fields.get("secretName");
+  if (!server || !namespace || !secretName) {
+    throw new Error(`${host}: the registration check gave no server, namespace or secretName`);
+  }
+  return { registered: true, server, namespace, secretName };
+}
+
+const sameUrl = (a: string, b: string) => a.replace(/\/+$/, "") === b.replace(/\/+$/, "");
+
+/**
+ * Whether a registered node is registered here: with rancher.url, and (its plan secret's
+ * `rke.cattle.io/cluster-name`) into this cluster. A node registered elsewhere is an error.
+ */
+async function registeredHere(state: NodeRegistrationState, found: HostRegistration) {
+  if (!found.registered) return false;
+  const label = `node ${state.node}`;
+  if (!sameUrl(found.server!, state.rancherUrl)) {
+    throw new Error(
+      `${label}: rancher-system-agent is registered with another Rancher (${found.server}), not ${state.rancherUrl}; ` +
+        "unregister it there (rancher-system-agent-uninstall.sh) before it can join cluster " +
+        state.cluster,
+    );
+  }
+  let cluster: string | undefined;
+  try {
+    cluster = await planSecretCluster(
+      { url: state.rancherUrl, token: state.apiToken, caCertificate: state.caCertificate },
+      found.namespace!,
+      found.secretName!,
+    );
+  } catch (err) {
+    throw new Error(
+      `${label}: registered with ${state.rancherUrl}, but its plan secret ${found.namespace}/${found.secretName} ` +
+        `could not be read to tell which cluster it is in: ${(err as Error).message}`,
+    );
+  }
+  if (cluster !== state.cluster) {
+    throw new Error(
+      `${label}: registered with ${state.rancherUrl} into cluster ${cluster ?? "(no rke.cattle.io/cluster-name label)"}, ` +
+        `not ${state.cluster}; remove it from that cluster in Rancher before it can join ${state.cluster}`,
+    );
+  }
+  return true;
+}
+
+function hostParams(
+  state: NodeRegistrationState,
+  mode: "apply" | "check",
+  cmd?: ParsedNodeCommand,
+) {
+  return {
+    MODE: mode,
+    INSTALLER_URL: cmd?.installerUrl ?? "",
+    CATTLE_SERVER: cmd?.server ?? "",
+    CATTLE_TOKEN: cmd?.token ?? "",
+    CATTLE_CA_CHECKSUM: cmd?.caChecksum ?? "",
+    INSECURE: String(cmd?.insecure ?? false),
+    ROLE_FLAGS: roleFlags(state.roles).join(" "),
+    RANCHER_CA: state.caCertificate ?? "",
+    RANCHER_HOST: state.rancherHost,
+    TIMEOUT_SECONDS: String(state.timeoutSeconds),
+    POLL_SECONDS: String(state.pollSeconds),
+  };
+}
+
+async function onHost(
+  state: NodeRegistrationState,
+  mode: "apply" | "check",
+  cmd?: ParsedNodeCommand,
+) {
+  const secrets = [tokenOf(state.registrationCommand), state.registrationCommand, state.apiToken];
   try {
     return await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
-      label,
-      params: {
-        MODE: mode,
-        REGISTRATION_COMMAND: state.registrationCommand,
-        RANCHER_CA: state.caCertificate ?? "",
-        RANCHER_HOST: state.rancherHost,
-        ROLE_FLAGS: roleFlags(state.roles).join(" "),
-        WAIT_UNIT: rke2UnitFor(state.roles),
-        TIMEOUT_SECONDS: String(state.timeoutSeconds),
-        POLL_SECONDS: String(state.pollSeconds),
-      },
+      label: `node ${state.node}`,
+      params: hostParams(state, mode, cmd),
       timeoutMs: (state.timeoutSeconds + 300) * 1000,
       log: mode === "apply" ? (line) => pulumi.log.info(redact(line, secrets)) : undefined,
     });
   } catch (err) {
     throw new Error(redact((err as Error).message, secrets));
   }
+}
+
+/** Whether the node is registered with this Rancher into this cluster (errors when elsewhere). */
+async function check(state: NodeRegistrationState): Promise<boolean> {
+  const result = await onHost(state, "check");
+  const found = parseHostRegistration(result.stdout, `node ${state.node}`);
+  const secrets = [tokenOf(state.registrationCommand), state.apiToken];
+  try {
+    return await registeredHere(state, found);
+  } catch (err) {
+    throw new Error(redact((err as Error).message, secrets));
+  }
+}
+
+async function register(state: NodeRegistrationState): Promise<void> {
+  const parsed = checkNodeCommand(state.registrationCommand, {
+    rancherUrl: state.rancherUrl,
+    insecure: state.insecure,
+    caChecksum: state.caChecksum,
+  });
+  if ("problem" in parsed) {
+    throw new Error(`node ${state.node}: not registered into ${state.cluster}: ${parsed.problem}.`);
+  }
+  if (await check(state)) {
+    pulumi.log.info(`node ${state.node}: registered into ${state.cluster} already`);
+  }
+  await onHost(state, "apply", parsed);
 }
 
 export const nodeRegistrationProvider: pulumi.dynamic.ResourceProvider = {
@@ -82,6 +187,7 @@ export const nodeRegistrationProvider: pulumi.dynamic.ResourceProvider = {
         "insecure",
         "caChecksum",
         "caCertificate",
+        "rancherUrl",
         "script",
         "timeoutSeconds",
         "pollSeconds",
@@ -90,15 +196,14 @@ export const nodeRegistrationProvider: pulumi.dynamic.ResourceProvider = {
     return { changes, replaces: ssh.inputsDiffer(olds, news, ["cluster"]) ? ["cluster"] : [] };
   },
   async create(inputs: NodeRegistrationState) {
-    await register(inputs, "apply");
+    await register(inputs);
     return { id: `${inputs.cluster}/${inputs.node}`, outs: { ...inputs, registered: true } };
   },
   async read(id: string, props: NodeRegistrationState) {
-    const result = await register(props, "check");
-    return { id, props: { ...props, registered: /registered=yes/.test(result.stdout) } };
+    return { id, props: { ...props, registered: await check(props) } };
   },
   async update(_id: string, _olds: NodeRegistrationState, news: NodeRegistrationState) {
-    await register(news, "apply");
+    await register(news);
     return { outs: { ...news, registered: true } };
   },
   // A registered node stays in its cluster: removing it is Rancher's (and the operator's) call.

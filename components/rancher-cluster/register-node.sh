@@ -1,31 +1,82 @@
 #!/bin/bash
-# Registers this node into a Rancher downstream custom cluster, once, then waits until the RKE2
-# unit of Rancher's plan runs here. Safe to re-run: a node whose rancher-system-agent is already
-# registered is not registered again (that would re-plan a running node); the wait runs again.
+# Registers this node into a Rancher downstream custom cluster, once, then waits until
+# rancher-system-agent runs here. It does not wait for a plan: Rancher plans no node until an
+# etcd, a controlplane and a worker node are registered (rancher/rancher@v2.14.3
+# pkg/capr/planner/planner.go, clusterIsSane); the cluster-wide waits come after. Safe to
+# re-run: a registered node is not registered again (that would re-plan a running node).
 #
 # Parameters, set before this text by the caller (they arrive on stdin, never on a command line):
 #   MODE                 apply | check
-#   REGISTRATION_COMMAND Rancher's node command; a secret (it carries the registration token)
-#   RANCHER_CA           Rancher's CA as the stack pins it (empty: none). Rancher's node command
-#                        fetches the installer with plain `curl -fL`, and rancher-system-agent
-#                        trusts the system store, so the CA goes into the node's trust anchors.
-#   RANCHER_HOST         Rancher's hostname, for the anchor's file name
+#   INSTALLER_URL        <rancher>/system-agent-install.sh, from Rancher's node command
+#   CATTLE_SERVER        Rancher's URL
+#   CATTLE_TOKEN         the registration token; a secret
+#   CATTLE_CA_CHECKSUM   the CA checksum the installer verifies /cacerts against (may be empty)
+#   INSECURE             true: fetch the installer with curl --insecure (the stack's opt-in)
 #   ROLE_FLAGS           e.g. "--etcd --controlplane"
-#   WAIT_UNIT            rke2-server | rke2-agent
+#   RANCHER_CA           Rancher's CA as the stack pins it (empty: none); it goes into the node's
+#                        trust anchors, since rancher-system-agent trusts the system store
+#   RANCHER_HOST         Rancher's hostname, for the anchor's file name
 #   TIMEOUT_SECONDS      bound of the wait; POLL_SECONDS its pace
+# rancher/system-agent@v0.14.0:install.sh (the installer Rancher v2.14.3 ships) reads
+# CATTLE_SERVER, CATTLE_TOKEN and CATTLE_CA_CHECKSUM from the environment as well as from
+# --server/--token/--ca-checksum, so the token is exported here and never put in an argument.
 # Reports on stderr: "ok: ..." for what was already right, "changed: ..." for what it did,
-# "waiting: ..." while it waits, "error: ..." last when it fails. `check` prints on stdout:
-#   registered=yes|no unit=<state of WAIT_UNIT>
+# "waiting: ..." while it waits, "error: ..." last when it fails. `check` prints on stdout one line:
+#   registered=yes|no agent=<unit state> server=<url> namespace=<ns> secretName=<name>
+# taken from the agent's connection info; its kubeconfig's credential never leaves the host.
 set -euo pipefail
 
 AGENT_CONFIG=/etc/rancher/agent/config.yaml
 
+# rancher/system-agent@v0.14.0:install.sh writes the connection info to
+# ${CATTLE_AGENT_VAR_DIR}/rancher2_connection_info.json: /var/lib/rancher/agent, or
+# /etc/rancher/agent/var on transactional-update hosts.
+connection_info() {
+  local f
+  for f in /var/lib/rancher/agent/rancher2_connection_info.json /etc/rancher/agent/var/rancher2_connection_info.json; do
+    [ -s "$f" ] && { echo "$f"; return 0; }
+  done
+  return 1
+}
+
 registered() {
-  [ -s "$AGENT_CONFIG" ] && systemctl is-enabled --quiet rancher-system-agent.service
+  [ -s "$AGENT_CONFIG" ] && systemctl is-enabled --quiet rancher-system-agent.service && connection_info >/dev/null
 }
 
 unit_state() {
   systemctl is-active "$1" 2>/dev/null || true
+}
+
+# A JSON string field of the connection info ({kubeConfig, namespace, secretName}: rancher/
+# system-agent@v0.14.0 pkg/config/config.go ConnectionInfo).
+json_field() {
+  { grep -o "\"$1\" *: *\"[^\"]*\"" "$2" || true; } | head -n 1 | sed 's/^[^:]*: *"//; s/"$//'
+}
+
+# The server of the kubeconfig inside the connection info: a JSON string holding YAML (with \n
+# escapes) or JSON (with \" escapes).
+kubeconfig_server() {
+  {
+    grep -o 'server: *[^ ,}]*' "$1" | sed 's/^server: *//; s/\\n.*//; s/\\"//g; s/"//g'
+    grep -o '\\"server\\": *\\"[^\\]*' "$1" | sed 's/.*\\"//'
+  } | grep -m 1 . || true
+}
+
+print_registration() {
+  local info server namespace secret
+  if ! registered; then
+    echo "registered=no agent=$(unit_state rancher-system-agent.service)"
+    return 0
+  fi
+  info="$(connection_info)"
+  server="$(kubeconfig_server "$info")"
+  namespace="$(json_field namespace "$info")"
+  secret="$(json_field secretName "$info")"
+  if [ -z "$server" ] || [ -z "$namespace" ] || [ -z "$secret" ]; then
+    echo "error: $(hostname): cannot read server, namespace and secretName from $info; look at the file (it holds a credential: do not paste it anywhere)" >&2
+    exit 1
+  fi
+  echo "registered=yes agent=$(unit_state rancher-system-agent.service) server=$server namespace=$namespace secretName=$secret"
 }
 
 # The anchor directory and refresh command of the node's trust store (RHEL family first).
@@ -62,7 +113,7 @@ trust_rancher_ca() {
 }
 
 if [ "$MODE" = check ]; then
-  if registered; then echo "registered=yes unit=$(unit_state "$WAIT_UNIT")"; else echo "registered=no unit=$(unit_state "$WAIT_UNIT")"; fi
+  print_registration
   exit 0
 fi
 
@@ -71,29 +122,33 @@ if registered; then
   echo "ok: rancher-system-agent is registered already; not registering again" >&2
 else
   echo "changed: registering with roles ${ROLE_FLAGS}" >&2
-  # The installer's output is kept back: it can echo its arguments, the token among them.
-  if ! output="$(bash -o pipefail -c "${REGISTRATION_COMMAND} ${ROLE_FLAGS}" 2>&1)"; then
-    echo "error: the registration command failed: $(printf '%s\n' "$output" | grep -v '^\s*$' | tail -n 1)" >&2
+  export CATTLE_SERVER CATTLE_TOKEN CATTLE_CA_CHECKSUM
+  curl_flags=(-fL)
+  [ "$INSECURE" = true ] && curl_flags=(--insecure -fL)
+  # The installer's output is kept back, and any line carrying the token dropped.
+  # shellcheck disable=SC2086 # ROLE_FLAGS is a list of flags
+  if ! output="$({ curl "${curl_flags[@]}" "$INSTALLER_URL" | sh -s - $ROLE_FLAGS; } 2>&1)"; then
+    echo "error: the agent installer failed: $(printf '%s\n' "$output" | grep -vF -- "$CATTLE_TOKEN" | grep -v '^\s*$' | tail -n 1)" >&2
     exit 1
   fi
   registered || {
-    echo "error: the registration command finished but rancher-system-agent is not registered ($AGENT_CONFIG missing or the unit not enabled)" >&2
+    echo "error: the agent installer finished but rancher-system-agent is not registered ($AGENT_CONFIG, the enabled unit or rancher2_connection_info.json missing)" >&2
     exit 1
   }
 fi
 
 started=$SECONDS
 last_report=$SECONDS
-until [ "$(unit_state "$WAIT_UNIT")" = active ]; do
+until [ "$(unit_state rancher-system-agent.service)" = active ]; do
   elapsed=$((SECONDS - started))
   if [ "$elapsed" -ge "$TIMEOUT_SECONDS" ]; then
-    echo "error: ${WAIT_UNIT} is not active ${TIMEOUT_SECONDS} s after registration (rancher-system-agent: $(unit_state rancher-system-agent.service)); look at the node in Rancher and at 'journalctl -u rancher-system-agent', then run pulumi up again: the node stays registered and the wait resumes" >&2
+    echo "error: rancher-system-agent is not active ${TIMEOUT_SECONDS} s after registration; look at 'journalctl -u rancher-system-agent', then run pulumi up again: the node stays registered and the wait resumes" >&2
     exit 1
   fi
   if [ $((SECONDS - last_report)) -ge 10 ] || [ "$elapsed" -eq 0 ]; then
-    echo "waiting: ${WAIT_UNIT} not active yet (${elapsed} s of ${TIMEOUT_SECONDS} s; rancher-system-agent: $(unit_state rancher-system-agent.service))" >&2
+    echo "waiting: rancher-system-agent not active yet (${elapsed} s of ${TIMEOUT_SECONDS} s)" >&2
     last_report=$SECONDS
   fi
   sleep "$POLL_SECONDS"
 done
-echo "ok: ${WAIT_UNIT} is active" >&2
+echo "ok: rancher-system-agent is active" >&2

@@ -1,24 +1,37 @@
 /**
  * Pure pieces of registering nodes into a Rancher downstream custom cluster: the order, the
- * role flags, the CA checksum, and the checks a registration command must pass before it runs.
+ * role flags, the CA checksum, and the parsing and checks of Rancher's node command.
  */
 import { createHash } from "crypto";
 import { DownstreamRole, NodeSpec } from "../../infra/config/model";
 
-/** Where a node stands in the registration order (seed 000: later nodes get no plan until the
- * control plane is initialised, so nothing registers beside the first node). */
-export type RegistrationStep =
-  /** The first etcd + control-plane node; the cluster is created around it. */
+/**
+ * Where a node stands in the registration order. Rancher's planner decides who gets a plan
+ * (rancher/rancher@v2.14.3 pkg/capr/planner/planner.go):
+ * - `clusterIsSane`: no machine gets any plan until at least one etcd, one controlplane and one
+ *   worker machine are registered ("waiting for at least one control plane, etcd, and worker
+ *   node to be registered"), so those register together, without waiting for a plan;
+ * - `electInitNode` (initnode.go): the init node is the etcd machine with the smallest machine
+ *   name among those present; with one etcd node in the first group, it is that node;
+ * - `reconcile`: a new machine gets its first plan at once, whatever the concurrency settings,
+ *   so several etcd nodes registered together join etcd together and RKE2 retries on etcd's
+ *   one-learner limit (seed 003). Each further etcd node registers alone, after a sync.
+ */
+export type RegistrationGroup =
+  /** One etcd node (the init node), a controlplane node, a worker: registered together. */
   | "first"
-  /** Further etcd / control-plane nodes: one at a time (etcd admits one learner), each after
-   * the previous one's sync. */
+  /** A further etcd node: alone, followed by the join gate on it and a sync. */
+  | "etcd"
+  /** A further control-plane node without etcd: alone, followed by a sync. */
   | "control-plane"
-  /** Worker-only nodes: after the last control-plane sync, in parallel. */
+  /** The remaining workers: in parallel after the last sync, followed by a last sync. */
   | "worker";
 
 export interface PlannedRegistration {
   readonly node: NodeSpec;
-  readonly step: RegistrationStep;
+  readonly group: RegistrationGroup;
+  /** 1-based position in the order; registrations with the same step run in parallel. */
+  readonly step: number;
 }
 
 const ROLE_ORDER: readonly DownstreamRole[] = ["etcd", "controlplane", "worker"];
@@ -28,47 +41,203 @@ export function roleFlags(roles: readonly string[]): string[] {
   return ROLE_ORDER.filter((r) => roles.includes(r)).map((r) => `--${r}`);
 }
 
-const isControl = (roles: readonly string[]) =>
-  roles.includes("etcd") || roles.includes("controlplane");
+/**
+ * CATTLE_ROLE_* settings of rancher/system-agent@v0.14.0:install.sh (the installer Rancher
+ * v2.14.3 ships, package/Dockerfile CATTLE_SYSTEM_AGENT_VERSION), which reads them from the
+ * environment as well as from the --etcd/--controlplane/--worker flags.
+ */
+export function roleEnvironment(roles: readonly string[]): Record<string, string> {
+  return {
+    CATTLE_ROLE_ETCD: String(roles.includes("etcd")),
+    CATTLE_ROLE_CONTROLPLANE: String(roles.includes("controlplane")),
+    CATTLE_ROLE_WORKER: String(roles.includes("worker")),
+  };
+}
 
-/** The RKE2 unit Rancher's plan starts on a node: what its registration waits for. */
-export function rke2UnitFor(roles: readonly string[]): "rke2-server" | "rke2-agent" {
-  return isControl(roles) ? "rke2-server" : "rke2-agent";
+const has = (role: DownstreamRole) => (n: NodeSpec) => n.roles.includes(role);
+
+/**
+ * The roles a downstream cluster lacks for Rancher's planner to start (clusterIsSane): at least
+ * one etcd, one controlplane and one worker node.
+ */
+export function missingRoles(nodes: readonly NodeSpec[]): DownstreamRole[] {
+  return ROLE_ORDER.filter((role) => !nodes.some(has(role)));
 }
 
 /**
- * The order nodes register in: the first node (in stack order) carrying both etcd and
- * controlplane, then the other etcd / control-plane nodes in stack order, then the workers.
- * Throws when no node carries both roles; validation reports that with the stack key first.
+ * The order nodes register in (see RegistrationGroup). The init node is the first node in stack
+ * order with etcd and controlplane, else the first etcd node; the first group adds the first
+ * controlplane node without etcd when the init node lacks controlplane, and the first worker
+ * without etcd when neither carries worker. Throws, naming the cluster, when no such group exists;
+ * validation reports the missing roles with the stack key first.
  */
 export function registrationPlan(nodes: readonly NodeSpec[]): PlannedRegistration[] {
-  const first = nodes.find((n) => n.roles.includes("etcd") && n.roles.includes("controlplane"));
-  if (!first) {
+  const cluster = nodes[0]?.cluster ?? "(none)";
+  const missing = missingRoles(nodes);
+  if (missing.length > 0) {
     throw new Error(
-      `no node of cluster ${nodes[0]?.cluster ?? "(none)"} has both roles etcd and controlplane; the first registered node must initialise the control plane.`,
+      `cluster ${cluster} has no node with role ${missing.join(", ")}; Rancher delivers no plan to any node until an etcd, a controlplane and a worker node are registered.`,
     );
   }
-  return [
-    { node: first, step: "first" },
-    ...nodes
-      .filter((n) => n !== first && isControl(n.roles))
-      .map((node) => ({ node, step: "control-plane" as const })),
-    ...nodes.filter((n) => !isControl(n.roles)).map((node) => ({ node, step: "worker" as const })),
-  ];
+  const noEtcd = (n: NodeSpec) => !n.roles.includes("etcd");
+  const init =
+    nodes.find((n) => has("etcd")(n) && has("controlplane")(n)) ?? nodes.find(has("etcd"))!;
+  const first: NodeSpec[] = [init];
+  if (!has("controlplane")(init)) {
+    const cp = nodes.find((n) => has("controlplane")(n) && noEtcd(n));
+    if (!cp) throw new Error(firstGroupError(cluster, "controlplane"));
+    first.push(cp);
+  }
+  if (!first.some(has("worker"))) {
+    const worker = nodes.find((n) => has("worker")(n) && noEtcd(n) && !first.includes(n));
+    if (!worker) throw new Error(firstGroupError(cluster, "worker"));
+    first.push(worker);
+  }
+  const rest = nodes.filter((n) => !first.includes(n));
+  const plan: PlannedRegistration[] = first.map((node) => ({ node, group: "first", step: 1 }));
+  let step = 1;
+  for (const node of rest.filter(has("etcd"))) plan.push({ node, group: "etcd", step: ++step });
+  for (const node of rest.filter((n) => noEtcd(n) && has("controlplane")(n))) {
+    plan.push({ node, group: "control-plane", step: ++step });
+  }
+  const workers = rest.filter((n) => noEtcd(n) && !has("controlplane")(n));
+  if (workers.length > 0) step++;
+  for (const node of workers) plan.push({ node, group: "worker", step });
+  return plan;
+}
+
+function firstGroupError(cluster: string, role: DownstreamRole): string {
+  return `cluster ${cluster} has no ${role} node without etcd to register beside the init node; Rancher starts only when an etcd, a controlplane and a worker node are registered, and a second etcd node in that first group would join etcd at the same time as the first. Give one node the ${role} role without etcd.`;
+}
+
+/** What the registration plan renders for review: each step, in order, and what it waits for. */
+export interface RegistrationPlanEntry {
+  readonly step: number;
+  readonly node: string;
+  readonly roles: readonly string[];
+  readonly waitsFor: {
+    /** What must be true before the registration starts. */
+    readonly before: readonly string[];
+    /** What is waited for after it, before the next step starts. */
+    readonly after: readonly string[];
+  };
+}
+
+/** The rendered registration plan of a cluster (`rancher/<cluster>/registration-plan.json`). */
+export function registrationPlanDocument(
+  clusterName: string,
+  nodes: readonly NodeSpec[],
+  caChecksum: string | undefined,
+): { cluster: string; caChecksum: string | null; steps: RegistrationPlanEntry[] } {
+  const plan = registrationPlan(nodes);
+  const namesAt = (step: number) =>
+    plan
+      .filter((q) => q.step === step)
+      .map((q) => q.node.name)
+      .join(", ");
+  const steps = plan.map((p): RegistrationPlanEntry => {
+    const before = [`cluster ${clusterName} created in Rancher`, `${p.node.name} prepared`];
+    if (p.step > 1) before.push(`cluster active after ${namesAt(p.step - 1)} (ClusterSync)`);
+    const after = [`rancher-system-agent running on ${p.node.name}`];
+    switch (p.group) {
+      case "first":
+        after.push(
+          `with ${namesAt(1)} registered: Rancher plans the init node ${plan[0].node.name}, then the control plane, ` +
+            "waits for the cluster agent, then plans the workers; the cluster active (ClusterSync)",
+        );
+        break;
+      case "etcd":
+        after.push(
+          `${p.node.name} a voting etcd member, no learner in etcd (join gate)`,
+          "cluster active (ClusterSync)",
+        );
+        break;
+      case "control-plane":
+        after.push("cluster active (ClusterSync)");
+        break;
+      case "worker":
+        after.push("cluster active, every node in sync (ClusterSync)");
+        break;
+      default: {
+        const unknown: never = p.group;
+        throw new Error(`unknown registration group ${String(unknown)}`);
+      }
+    }
+    return {
+      step: p.step,
+      node: p.node.name,
+      roles: [...p.node.roles],
+      waitsFor: { before, after },
+    };
+  });
+  return { cluster: clusterName, caChecksum: caChecksum ?? null, steps };
 }
 
 /**
- * The `--ca-checksum` Rancher's agent installer expects for a CA: the SHA-256 of the bytes
- * Rancher serves at <server>/cacerts (the installer saves them to a file and runs sha256sum),
- * so the stack must hold the CA exactly as served, trailing newline included.
+ * The `--ca-checksum` Rancher puts in its node command, computed as Rancher computes it:
+ * rancher/rancher@v2.14.3 pkg/systemtemplate/import.go (CAChecksum) hashes the `cacerts`
+ * setting with "\n" appended when it does not end in one, which is what /cacerts serves and what
+ * the installer's `sha256sum` of the downloaded file gives.
  */
 export function rancherCaChecksum(caCertificate: string): string {
-  return createHash("sha256").update(caCertificate).digest("hex");
+  const served = caCertificate.endsWith("\n") ? caCertificate : `${caCertificate}\n`;
+  return createHash("sha256").update(served).digest("hex");
 }
 
-/** The `--ca-checksum` value a registration command carries, if any. */
+/** The parts of Rancher's node command the registration uses; `token` is a secret. */
+export interface ParsedNodeCommand {
+  /** `<server>/system-agent-install.sh` */
+  readonly installerUrl: string;
+  readonly server: string;
+  readonly token: string;
+  readonly caChecksum?: string;
+  /** Whether the installer is fetched with `curl --insecure`. */
+  readonly insecure: boolean;
+}
+
+/**
+ * Parses Rancher's node command, in the form rancher/rancher@v2.14.3
+ * pkg/controllers/dashboard/clusterregistrationtoken/status.go gives it
+ * (provisioningV2NodeCommandFormat and provisioningV2InsecureNodeCommandFormat):
+ *   `<agent env vars> curl [--insecure] -fL <server>/system-agent-install.sh | sudo <agent env vars>
+ *    sh -s - --server <server> --label 'cattle.io/os=linux' --token <token>[ --ca-checksum <sum>]`
+ * The agent env vars are empty unless the cluster sets agentEnvVars, which this product does not.
+ * Returns a reason, never quoting the command (it carries the token), when the shape differs.
+ */
+export function parseNodeCommand(command: string): ParsedNodeCommand | { problem: string } {
+  const m =
+    /^\s*curl (--insecure )?-fL (https:\/\/\S+)\/system-agent-install\.sh \| (?:sudo\s+)?sh -s - --server (https:\/\/\S+) --label 'cattle\.io\/os=linux' --token (\S+?)(?: --ca-checksum ([0-9a-f]{64}))?\s*$/.exec(
+      command,
+    );
+  if (!m) {
+    return {
+      problem:
+        "Rancher's registration command does not have the shape Rancher v2.14 gives it (curl -fL <server>/system-agent-install.sh | sudo sh -s - --server <server> --label 'cattle.io/os=linux' --token <token> [--ca-checksum <sha256>], no agent environment variables)",
+    };
+  }
+  const [, insecure, installerServer, server, token, caChecksum] = m;
+  if (installerServer !== server) {
+    return {
+      problem: `Rancher's registration command fetches the installer from ${installerServer} but registers with ${server}`,
+    };
+  }
+  return {
+    installerUrl: `${installerServer}/system-agent-install.sh`,
+    server,
+    token,
+    caChecksum,
+    insecure: insecure !== undefined,
+  };
+}
+
+/** The `--ca-checksum` value any command carries, if any (policies read arbitrary commands). */
 export function caChecksumOf(command: string): string | undefined {
   return /--ca-checksum[= ]+'?([0-9a-fA-F]{64})'?/.exec(command)?.[1]?.toLowerCase();
+}
+
+/** Whether a command fetches the installer without verifying Rancher's certificate. */
+export function skipsTlsVerification(command: string): boolean {
+  return /\bcurl\b[^|]*\s(--insecure|-[a-zA-Z]*k[a-zA-Z]*)\b/.test(command);
 }
 
 /** The `--token` value a registration command carries, to keep it out of every message. */
@@ -76,34 +245,44 @@ export function tokenOf(command: string): string | undefined {
   return /--token[= ]+'?([^'\s]+)'?/.exec(command)?.[1];
 }
 
-/** Whether the command fetches the installer without verifying Rancher's certificate. */
-export function skipsTlsVerification(command: string): boolean {
-  return /\bcurl\b[^|]*\s(--insecure|-[a-zA-Z]*k[a-zA-Z]*)\b/.test(command);
-}
+const sameUrl = (a: string, b: string) => a.replace(/\/+$/, "") === b.replace(/\/+$/, "");
 
 /**
- * Why a registration command must not run, or undefined when it may. Never quotes the command:
- * it carries the cluster's registration token. `insecure` is the stack's opt-in to Rancher's
+ * The parsed command, or why it must not run. Never quotes the command: it carries the
+ * cluster's registration token. `insecure` is the stack's opt-in to Rancher's
  * insecureNodeCommand, which fetches the installer without verifying Rancher's certificate.
  */
-export function registrationCommandProblem(
+export function checkNodeCommand(
   command: string,
-  insecure: boolean,
-  expectedChecksum: string | undefined,
-): string | undefined {
-  if (!insecure && skipsTlsVerification(command)) {
-    return "the registration command skips TLS verification (curl --insecure), but the stack did not opt in with insecureRegistration";
+  expected: { rancherUrl: string; insecure: boolean; caChecksum: string | undefined },
+): ParsedNodeCommand | { problem: string } {
+  const parsed = parseNodeCommand(command);
+  if ("problem" in parsed) return parsed;
+  if (!sameUrl(parsed.server, expected.rancherUrl)) {
+    return {
+      problem: `Rancher's registration command registers with ${parsed.server}, but rancher.url is ${expected.rancherUrl}; set rancher.url to Rancher's server-url setting`,
+    };
   }
-  const checksum = caChecksumOf(command);
-  if (checksum === undefined) {
-    return insecure
-      ? undefined
-      : "the registration command has no --ca-checksum, so the agent would trust any certificate; set Rancher's cacerts setting to the CA that signed its certificate";
+  if (!expected.insecure && parsed.insecure) {
+    return {
+      problem:
+        "the registration command skips TLS verification (curl --insecure), but the stack did not opt in with insecureRegistration",
+    };
   }
-  if (expectedChecksum !== undefined && checksum !== expectedChecksum.toLowerCase()) {
-    return `Rancher's registration command pins CA checksum ${checksum}, but rancher.caCertificate has checksum ${expectedChecksum}; set rancher.caCertificate to the CA exactly as Rancher serves it at /cacerts`;
+  if (parsed.caChecksum === undefined) {
+    return expected.insecure
+      ? parsed
+      : {
+          problem:
+            "the registration command has no --ca-checksum, so the agent would trust any certificate; set Rancher's cacerts setting to the CA that signed its certificate",
+        };
   }
-  return undefined;
+  if (expected.caChecksum !== undefined && parsed.caChecksum !== expected.caChecksum) {
+    return {
+      problem: `Rancher's registration command pins CA checksum ${parsed.caChecksum}, but rancher.caCertificate has checksum ${expected.caChecksum}; set rancher.caCertificate to the CA exactly as Rancher serves it at /cacerts`,
+    };
+  }
+  return parsed;
 }
 
 /** Replaces every occurrence of the secrets in a text with "[secret]". */
@@ -115,8 +294,9 @@ export function redact(text: string, secrets: readonly (string | undefined)[]): 
 
 /**
  * A registration command in the form Rancher's clusterRegistrationToken gives it (nodeCommand,
- * or insecureNodeCommand without the CA check). The offline verifier and the lab's Rancher
- * stand-ins answer with it, so they exercise the same checks as a real Rancher's command.
+ * or insecureNodeCommand), for the offline verifier's and the tests' stand-in answers:
+ * rancher/rancher@v2.14.3 status.go formats `"%s curl -fL %s | sudo %s sh -s - ..."` with empty
+ * agent env vars, hence the leading space and `sudo  sh`. Both commands carry the checksum.
  */
 export function rancherNodeCommand(options: {
   readonly serverUrl: string;
@@ -127,10 +307,9 @@ export function rancherNodeCommand(options: {
   readonly shell?: string;
 }): string {
   const curl = options.insecure ? "curl --insecure -fL" : "curl -fL";
-  const checksum =
-    !options.insecure && options.caChecksum ? ` --ca-checksum ${options.caChecksum}` : "";
+  const checksum = options.caChecksum ? ` --ca-checksum ${options.caChecksum}` : "";
   return (
-    `${curl} ${options.serverUrl}/system-agent-install.sh | ${options.shell ?? "sudo  sh"} -s - ` +
+    ` ${curl} ${options.serverUrl}/system-agent-install.sh | ${options.shell ?? "sudo  sh"} -s - ` +
     `--server ${options.serverUrl} --label 'cattle.io/os=linux' --token ${options.token}${checksum}`
   );
 }

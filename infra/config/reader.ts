@@ -57,6 +57,19 @@ export class ConfigReader {
     return value.trim();
   }
 
+  /**
+   * A string kept byte for byte: no trimming. For values whose exact bytes matter, such as
+   * Rancher's CA, whose checksum covers its trailing newline.
+   */
+  text(value: unknown, path: string): string | undefined {
+    if (value === undefined) return undefined;
+    if (typeof value !== "string" || value.trim() === "") {
+      this.problem(path, `must be a non-empty string, found ${describe(value)}.`);
+      return undefined;
+    }
+    return value;
+  }
+
   requiredString(value: unknown, path: string, hint: string): string | undefined {
     if (value === undefined || value === "") {
       this.problem(path, `is missing; ${hint}`);

@@ -27,6 +27,7 @@ import {
   RELEASE_TABLE_MODULE,
 } from "../../components/cluster-dns/chart-releases";
 import { releaseDnsProblem } from "../../components/cluster-dns/values";
+import { missingRoles, registrationPlan } from "../../components/rancher-cluster/registration";
 
 export const CONFIG_NAMESPACE = "rke2-remediation";
 
@@ -474,7 +475,10 @@ function readRancher(r: ConfigReader, value: unknown): RancherSettings | undefin
       hostname = m[1].toLowerCase();
     }
   }
-  const caCertificate = r.string(o.caCertificate, "rancher.caCertificate");
+  // Kept as the stack gives it: Rancher's --ca-checksum hashes the cacerts setting with its
+  // trailing newline (rancher/rancher@v2.14.3 pkg/systemtemplate/import.go, CAChecksum), and a
+  // trimmed PEM's checksum would never match.
+  const caCertificate = r.text(o.caCertificate, "rancher.caCertificate");
   if (caCertificate !== undefined && !caCertificate.includes("-----BEGIN CERTIFICATE-----")) {
     r.problem("rancher.caCertificate", "must be a PEM certificate (-----BEGIN CERTIFICATE-----).");
   }
@@ -765,25 +769,20 @@ function checkDownstreamMembership(
 ): void {
   rancher?.downstreamClusters.forEach((c, i) => {
     const members = nodes.filter((n) => n.cluster === c.name);
-    for (const role of ["etcd", "controlplane"] as const) {
-      if (!members.some((n) => n.roles.includes(role))) {
-        r.problem(
-          `rancher.downstreamClusters[${i}]`,
-          `cluster "${c.name}" has no node with role ${role}; add one under nodes with cluster: ${c.name}.`,
-        );
-      }
-    }
-    const initialises = members.some(
-      (n) => n.roles.includes("etcd") && n.roles.includes("controlplane"),
-    );
-    const hasBoth = ["etcd", "controlplane"].every((role) =>
-      members.some((n) => n.roles.includes(role as NodeSpec["roles"][number])),
-    );
-    if (hasBoth && !initialises) {
+    // rancher/rancher@v2.14.3 pkg/capr/planner/planner.go (clusterIsSane): no node gets a plan
+    // until an etcd, a controlplane and a worker node are registered.
+    const missing = missingRoles(members);
+    if (missing.length > 0) {
       r.problem(
         `rancher.downstreamClusters[${i}]`,
-        `cluster "${c.name}" has no node with both roles etcd and controlplane; the first registered node initialises the control plane and needs both (seed 000: later nodes get no plan until it is in).`,
+        `cluster "${c.name}" has no node with role ${missing.join(", ")}; Rancher delivers no plan to any node until an etcd, a controlplane and a worker node are registered (seed 000: nodes sit unprovisioned). Add one under nodes with cluster: ${c.name}.`,
       );
+    } else {
+      try {
+        registrationPlan(members);
+      } catch (err) {
+        r.problem(`rancher.downstreamClusters[${i}]`, (err as Error).message);
+      }
     }
     if (!c.insecureRegistration && rancher.caCertificate === undefined) {
       r.problem(

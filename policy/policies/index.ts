@@ -14,7 +14,10 @@ import { libvirtRecordOutsideNeutralizedDomain } from "./libvirt-record-outside-
 import { networkManagerLeavesKubeIpvs0Alone } from "./networkmanager-leaves-kube-ipvs0-alone";
 import { nodePreparedBeforeClusterJoin } from "./node-prepared-before-cluster-join";
 import { rancherChartValuesCarryDnsFix } from "./rancher-chart-values-carry-dns-fix";
-import { rancherNodesRegisterAfterFirstSync } from "./rancher-nodes-register-after-first-sync";
+import { rancherClusterHasEtcdControlplaneWorker } from "./rancher-cluster-has-etcd-controlplane-worker";
+import { rancherEtcdRegistrationsOneAtATime } from "./rancher-etcd-registrations-one-at-a-time";
+import { rancherFirstGroupOneEtcd } from "./rancher-first-group-one-etcd";
+import { rancherFirstGroupRegistersWithoutWaiting } from "./rancher-first-group-registers-without-waiting";
 import { rancherRecordsCoverManagementServers } from "./rancher-records-cover-management-servers";
 import { rancherRegistrationVerifiesCa } from "./rancher-registration-verifies-ca";
 import { rancherSingleCorednsConfig } from "./rancher-single-coredns-config";
@@ -45,7 +48,10 @@ export const allPolicies: Policy[] = [
   nodeLocalCarriesFixZones,
   networkPolicyDnsUdpAndTcp,
   rancherRegistrationVerifiesCa,
-  rancherNodesRegisterAfterFirstSync,
+  rancherClusterHasEtcdControlplaneWorker,
+  rancherFirstGroupRegistersWithoutWaiting,
+  rancherFirstGroupOneEtcd,
+  rancherEtcdRegistrationsOneAtATime,
   rancherChartValuesCarryDnsFix,
   rancherSingleCorednsConfig,
 ];

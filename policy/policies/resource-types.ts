@@ -11,6 +11,7 @@ export const NETWORK_POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolic
 export const RANCHER_CLUSTER_TYPE = "rancher2:index/clusterV2:ClusterV2";
 export const RANCHER_CLUSTER_SYNC_TYPE = "rancher2:index/clusterSync:ClusterSync";
 export const RANCHER_NODE_REGISTRATION_TYPE = "pulumi-nodejs:dynamic/rancher:NodeRegistration";
+export const RANCHER_CLUSTER_WAIT_TYPE = "pulumi-nodejs:dynamic/rancher:ClusterWait";
 export const RKE2_NODE_START_TYPE = "pulumi-nodejs:dynamic/rke2:NodeStart";
 export const RKE2_JOIN_GATE_TYPE = "pulumi-nodejs:dynamic/rke2:JoinGate";
 export const RKE2_CONFIG_PATH = "/etc/rancher/rke2/config.yaml";
@@ -26,6 +27,7 @@ export const SSH_RESOURCE_TYPES = [
   RKE2_NODE_START_TYPE,
   RKE2_JOIN_GATE_TYPE,
   RANCHER_NODE_REGISTRATION_TYPE,
+  RANCHER_CLUSTER_WAIT_TYPE,
 ];
 
 /**

@@ -15,6 +15,8 @@ import { waitsFor } from "./graph";
 const CLUSTER_V2 = "rancher2:index/clusterV2:ClusterV2";
 const SYNC = "rancher2:index/clusterSync:ClusterSync";
 const REGISTRATION = "pulumi-nodejs:dynamic/rancher:NodeRegistration";
+const WAIT = "pulumi-nodejs:dynamic/rancher:ClusterWait";
+const GATE = "pulumi-nodejs:dynamic/rke2:JoinGate";
 const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 
 /** Whether an output is marked secret (the SDK keeps the flag on the output itself). */
@@ -95,17 +97,37 @@ describe("Rancher downstream cluster (Pulumi mocks)", function () {
     assert.ok(deps.some((u) => u.endsWith("JoinGate::management-gate-sza122022.local")));
   });
 
-  it("waits for the cluster to sync after the first node, and registers the worker after that", () => {
+  const wait = (rs: RecordedResource[], suffix: string) =>
+    named(rs, WAIT, `rancher-uat1-active-${suffix}`);
+  const gate = (rs: RecordedResource[], node: string) =>
+    named(rs, GATE, `rancher-uat1-gate-${node}`);
+
+  it("registers .31 and .30 together, neither waiting for a plan or a sync, then waits for the cluster", () => {
     const first = registration(resources, "sza122031.local");
-    const firstSync = sync(resources, "sza122031.local");
     const worker = registration(resources, "sza122030.local");
-    assert.ok(waits(resources, firstSync, first));
-    assert.ok(waits(resources, worker, firstSync));
-    assert.ok(!waits(resources, first, worker));
-    assert.ok(waits(resources, sync(resources, "workers"), worker));
+    assert.ok(!waits(resources, first, worker) && !waits(resources, worker, first));
+    for (const r of [first, worker]) {
+      for (const urn of waitsFor(resources, r.urn)) {
+        assert.doesNotMatch(urn, /ClusterSync|ClusterWait/, `${r.name} waits for ${urn}`);
+      }
+    }
+    const active = wait(resources, "sza122031.local");
+    const firstSync = sync(resources, "sza122031.local");
+    assert.ok(waits(resources, active, first) && waits(resources, active, worker));
+    assert.ok(waits(resources, firstSync, active));
+    assert.equal(resources.filter((r) => r.type === SYNC).length, 1);
   });
 
-  it("registers further control-plane nodes one at a time, each after a sync, and workers in parallel", async () => {
+  it("waits with Rancher's API token as a secret and checks the cluster agent on the init node", () => {
+    const active = wait(resources, "sza122031.local");
+    assert.ok(isSecret(active.inputs.apiToken), "the API token is not a secret");
+    assert.deepEqual(active.additionalSecretOutputs, ["apiToken", "sshPrivateKey"]);
+    assert.equal(active.inputs.initNode, "sza122031.local");
+    assert.equal(active.inputs.rancherUrl, "https://ai-ear.cn");
+    assert.equal(active.inputs.podNameserver, model.rancher!.downstreamClusters[0].clusterDnsIp);
+  });
+
+  it("with 3 etcd nodes and 2 workers: the first group, then each etcd node alone behind the join gate and a sync, then the other worker", async () => {
     const nodes = [
       ...model.nodes,
       extraNode(model, 32, ["etcd", "controlplane"]),
@@ -115,13 +137,21 @@ describe("Rancher downstream cluster (Pulumi mocks)", function () {
     const { resources: rs } = await record({ ...model, nodes });
     const reg = (octet: number) => registration(rs, `sza1220${octet}.local`);
     const syncAfter = (octet: number) => sync(rs, `sza1220${octet}.local`);
+    // First group: .31 (init) and .30, nothing between them.
+    assert.ok(!waits(rs, reg(30), reg(31)) && !waits(rs, reg(31), reg(30)));
+    assert.ok(waits(rs, syncAfter(31), reg(30)));
+    // .32 after the first sync; its gate, wait and sync before .33.
     assert.ok(waits(rs, reg(32), syncAfter(31)));
-    assert.ok(waits(rs, syncAfter(32), reg(32)));
+    assert.ok(waits(rs, gate(rs, "sza122032.local"), reg(32)));
+    assert.ok(waits(rs, wait(rs, "sza122032.local"), gate(rs, "sza122032.local")));
+    assert.ok(waits(rs, syncAfter(32), wait(rs, "sza122032.local")));
     assert.ok(waits(rs, reg(33), syncAfter(32)));
-    for (const worker of [30, 34]) assert.ok(waits(rs, reg(worker), syncAfter(33)));
-    assert.ok(!waits(rs, reg(30), reg(34)) && !waits(rs, reg(34), reg(30)));
-    const finalSync = sync(rs, "workers");
-    assert.ok(waits(rs, finalSync, reg(30)) && waits(rs, finalSync, reg(34)));
+    assert.ok(waits(rs, syncAfter(33), gate(rs, "sza122033.local")));
+    // The remaining worker after the last etcd sync, then a last wait and sync.
+    assert.ok(waits(rs, reg(34), syncAfter(33)));
+    assert.ok(!waits(rs, reg(30), reg(34)));
+    assert.ok(waits(rs, sync(rs, "workers"), reg(34)));
+    assert.equal(gate(rs, "sza122032.local").inputs.node, "sza122032.local");
   });
 
   it("registers each node with the roles the stack gives it", () => {
@@ -138,11 +168,20 @@ describe("Rancher downstream cluster (Pulumi mocks)", function () {
       assert.ok(isSecret(r.inputs.registrationCommand), "registration command is not a secret");
       const command = String((r.inputs.registrationCommand as { value: string }).value);
       assert.match(command, new RegExp(`--ca-checksum ${checksum}$`));
+      assert.match(
+        command,
+        /^ curl -fL https:\/\/ai-ear\.cn\/system-agent-install\.sh \| sudo {2}sh -s - /,
+      );
       assert.doesNotMatch(command, /--insecure/);
       assert.equal(r.inputs.caChecksum, checksum);
       assert.equal(r.inputs.insecure, false);
       assert.ok(isSecret(r.inputs.sshPrivateKey));
-      assert.deepEqual(r.additionalSecretOutputs, ["sshPrivateKey", "registrationCommand"]);
+      assert.ok(isSecret(r.inputs.apiToken));
+      assert.deepEqual(r.additionalSecretOutputs, [
+        "sshPrivateKey",
+        "registrationCommand",
+        "apiToken",
+      ]);
     }
   });
 

@@ -47,7 +47,7 @@ export const INSECURE_COMMAND = rancherNodeCommand({
   insecure: true,
 });
 
-/** uat1's nodes in registration order: three etcd + control-plane nodes, then two workers. */
+/** uat1's nodes: three etcd + control-plane nodes, then two workers. */
 export const UAT1_NODES = [
   { node: "sza122031.local", ip: "192.168.122.31", roles: ["etcd", "controlplane"] },
   { node: "sza122032.local", ip: "192.168.122.32", roles: ["etcd", "controlplane"] },
@@ -99,20 +99,23 @@ export function clusterSync(name: string, after: readonly RecordedResource[]): R
 }
 
 /**
- * The order the program uses: each etcd/control-plane registration waits for the previous one's
- * ClusterSync; workers wait for the last sync and may run in parallel.
+ * The order the program uses: the first group (.31 etcd + controlplane, .30 worker) together,
+ * a sync; then .32 and .33 (etcd) each alone behind a sync; then the other worker .34 and a last
+ * sync.
  */
 export function registrationChain(): RecordedResource[] {
-  const resources: RecordedResource[] = [];
-  let lastSync: RecordedResource[] = [];
-  for (const spec of UAT1_NODES.filter((n) => n.roles[0] !== "worker")) {
+  const [first, ...otherEtcd] = UAT1_NODES.filter((n) => n.roles[0] !== "worker");
+  const [firstWorker, ...otherWorkers] = UAT1_NODES.filter((n) => n.roles[0] === "worker");
+  const group = [registration(first), registration(firstWorker)];
+  let lastSync = [clusterSync(first.node, group)];
+  const resources: RecordedResource[] = [...group, ...lastSync];
+  for (const spec of otherEtcd) {
     const reg = registration(spec, lastSync);
     lastSync = [clusterSync(spec.node, [reg])];
     resources.push(reg, ...lastSync);
   }
-  for (const spec of UAT1_NODES.filter((n) => n.roles[0] === "worker")) {
-    resources.push(registration(spec, lastSync));
-  }
+  const workers = otherWorkers.map((spec) => registration(spec, lastSync));
+  resources.push(...workers, clusterSync("workers", workers));
   return resources;
 }
 

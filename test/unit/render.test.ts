@@ -1,4 +1,5 @@
 import * as assert from "assert/strict";
+import { spawnSync } from "child_process";
 import * as YAML from "yaml";
 import { Artifact, ArtifactKind, REDACTED, renderArtifacts } from "../../infra/render";
 import { labModel, labRawConfig, setAt } from "./fixtures";
@@ -19,6 +20,28 @@ describe("offline render of the lab stack", () => {
       "<host ip='192.168.122.21'><hostname>ai-ear.cn</hostname></host>",
       "<host ip='192.168.122.22'><hostname>ai-ear.cn</hostname></host>",
     ]);
+  });
+
+  it("writes uat1's registration plan: .31 and .30 in step 1, and the CA checksum Rancher computes", () => {
+    const [plan, ...more] = ofKind(artifacts, "rancher-registration-plan");
+    assert.equal(more.length, 0);
+    assert.equal(plan.path, "rancher/uat1/registration-plan.json");
+    const doc = JSON.parse(plan.content) as {
+      caChecksum: string;
+      steps: { step: number; node: string; roles: string[]; waitsFor: { before: string[] } }[];
+    };
+    assert.deepEqual(
+      doc.steps.map((s) => [s.step, s.node, s.roles.join(",")]),
+      [
+        [1, "sza122031.local", "etcd,controlplane"],
+        [1, "sza122030.local", "worker"],
+      ],
+    );
+    // The stack's CA ends in a newline, so Rancher hashes it as it is: sha256sum of its bytes.
+    const ca = labModel().rancher!.caCertificate!;
+    assert.ok(ca.endsWith("\n"));
+    const sum = spawnSync("sha256sum", [], { input: ca, encoding: "utf8" }).stdout.split(" ")[0];
+    assert.equal(doc.caChecksum, sum);
   });
 
   it("writes an owner-only config.yaml for each of the three servers", () => {

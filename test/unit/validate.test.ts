@@ -498,18 +498,38 @@ describe("stack config validation", () => {
       assert.deepEqual(problemsOf(rawConfigFromStackFile(stackFilePath("uat1"))), []);
     });
 
-    it("requires a node with both etcd and controlplane to register first", () => {
+    it("requires an etcd, a controlplane and a worker node, as Rancher's planner does", () => {
       const problem = problemAt(
         problemsOf(labWith("nodes[3].roles", ["etcd"])),
         "rancher.downstreamClusters[0]",
       );
-      assert.match(problem.message, /no node with role controlplane/);
+      assert.match(problem.message, /no node with role controlplane; Rancher delivers no plan/);
+      const noWorker = labWith("nodes[4].roles", ["controlplane"]);
+      assert.match(
+        problemAt(problemsOf(noWorker), "rancher.downstreamClusters[0]").message,
+        /cluster "uat1" has no node with role worker/,
+      );
+    });
+
+    it("accepts etcd and controlplane on different nodes when a worker is among them", () => {
       const split = labWith("nodes[3].roles", ["etcd", "worker"]);
       setAt(split, "nodes[4].roles", ["controlplane"]);
+      assert.deepEqual(problemsOf(split), []);
+    });
+
+    it("refuses a cluster whose only worker is a second etcd node, naming the stack key", () => {
+      const raw = labWith("nodes[4].roles", ["etcd", "worker"]);
       assert.match(
-        problemAt(problemsOf(split), "rancher.downstreamClusters[0]").message,
-        /no node with both roles etcd and controlplane/,
+        problemAt(problemsOf(raw), "rancher.downstreamClusters[0]").message,
+        /no worker node without etcd to register beside the init node/,
       );
+    });
+
+    it("keeps rancher.caCertificate byte for byte, its trailing newline included", () => {
+      const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+      assert.equal(labModel(labWith("rancher.caCertificate", pem)).rancher!.caCertificate, pem);
+      const bare = pem.trimEnd();
+      assert.equal(labModel(labWith("rancher.caCertificate", bare)).rancher!.caCertificate, bare);
     });
 
     it("requires Rancher's CA unless the cluster opts in to insecure registration", () => {

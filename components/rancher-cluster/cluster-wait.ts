@@ -1,0 +1,248 @@
+/**
+ * A wait until a downstream cluster is active in Rancher, that says why when it is not: it polls
+ * Rancher's management API `GET /v3/clusters/<c-m-id>` and logs the planner's own condition
+ * message while waiting (rancher/rancher@v2.14.3 pkg/capr/planner/planner.go: "waiting for at
+ * least one control plane, etcd, and worker node to be registered", "waiting for cluster agent
+ * to connect", ...). When Rancher waits for the cluster agent, the agent's log and a lookup of
+ * Rancher's host with a pod's resolv.conf are read on the init node (seed 000: the agent could
+ * not resolve Rancher through the search domain `local`), and the cause is named in the log and
+ * in the timeout error.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import * as ssh from "../ssh/run-script";
+import { rancherGet } from "./rancher-api";
+import { redact } from "./registration";
+
+/** The planner's message while the control plane waits for the cluster agent (planner.go). */
+export const AGENT_NOT_CONNECTED = "waiting for cluster agent to connect";
+
+export interface ClusterCondition {
+  readonly type?: string;
+  readonly status?: string;
+  readonly message?: string;
+  readonly reason?: string;
+}
+
+export interface ClusterProgress {
+  /** Active, with its Updated and Ready conditions True. */
+  readonly done: boolean;
+  readonly state: string;
+  /** The first not-True condition's message, "Type: message"; empty when there is none. */
+  readonly message: string;
+}
+
+const CONDITION_ORDER = ["Updated", "Ready", "Provisioned"];
+
+/** What Rancher's v3 cluster object says about progress (contract: state, conditions). */
+export function clusterProgress(body: unknown): ClusterProgress {
+  const cluster = (typeof body === "object" && body !== null ? body : {}) as {
+    state?: unknown;
+    conditions?: unknown;
+  };
+  const state = typeof cluster.state === "string" ? cluster.state : "unknown";
+  const conditions = (Array.isArray(cluster.conditions) ? cluster.conditions : []).filter(
+    (c): c is ClusterCondition => typeof c === "object" && c !== null,
+  );
+  const pending = conditions
+    .filter((c) => c.status !== "True")
+    .sort((a, b) => rank(a.type) - rank(b.type));
+  const blocking = pending.filter((c) => CONDITION_ORDER.slice(0, 2).includes(c.type ?? ""));
+  const withMessage = pending.find((c) => c.message);
+  return {
+    done: state === "active" && blocking.length === 0,
+    state,
+    message: withMessage ? `${withMessage.type ?? "condition"}: ${withMessage.message}` : "",
+  };
+}
+
+function rank(type: string | undefined): number {
+  const i = CONDITION_ORDER.indexOf(type ?? "");
+  return i < 0 ? CONDITION_ORDER.length : i;
+}
+
+/** What cluster-agent-check.sh found on the init node. */
+export interface AgentCheck {
+  readonly logLines: readonly string[];
+  readonly lookup: {
+    readonly result: "ok" | "failed" | "timeout";
+    readonly seconds: string;
+    readonly addresses: string;
+  };
+}
+
+/** Parses cluster-agent-check.sh's output; an unreadable report names the host. */
+export function parseAgentCheck(stdout: string, host: string): AgentCheck {
+  const lines = stdout.split("\n");
+  const lookupLine = lines.find((l) => l.startsWith("lookup="));
+  const m = /^lookup=(ok|failed|timeout) (\S+) ?(.*)$/.exec(lookupLine ?? "");
+  if (!m) throw new Error(`${host}: the cluster agent check printed no lookup result`);
+  return {
+    logLines: lines.filter((l) => l.startsWith("agent-log: ")).map((l) => l.slice(11)),
+    lookup: { result: m[1] as "ok" | "failed" | "timeout", seconds: m[2], addresses: m[3].trim() },
+  };
+}
+
+/**
+ * Names seed 000's cause when the check shows it: the cluster agent's log has a failed lookup of
+ * Rancher's host (`lookup <host>` with `i/o timeout` or `no such host`), or a lookup with the
+ * pods' resolv.conf fails. Otherwise says what was seen.
+ */
+export function diagnoseClusterAgent(
+  check: AgentCheck,
+  context: { readonly node: string; readonly rancherHost: string; readonly searchDomains: string },
+): string {
+  const { node, rancherHost } = context;
+  const failedLookup = check.logLines.find(
+    (l) => l.includes(`lookup ${rancherHost}`) && /i\/o timeout|no such host/.test(l),
+  );
+  const podLookup =
+    check.lookup.result === "ok"
+      ? `a lookup of ${rancherHost} with the pods' resolv.conf on ${node} answered ${check.lookup.addresses} in ${check.lookup.seconds} s`
+      : `a lookup of ${rancherHost} with the pods' resolv.conf (search ${context.searchDomains}, ndots:5) on ${node} ${check.lookup.result === "timeout" ? "timed out" : "failed"} after ${check.lookup.seconds} s`;
+  if (failedLookup || check.lookup.result !== "ok") {
+    return (
+      `seed 000: the cluster agent cannot resolve Rancher's host ${rancherHost} through the cluster DNS` +
+      (failedLookup ? ` (its log: "${failedLookup.trim()}")` : "") +
+      `; ${podLookup}. Pods try ${rancherHost} with each search domain first (ndots:5), and a search domain ` +
+      "whose queries are dropped (the libvirt network's `local`) makes the lookup time out. Answer " +
+      `${rancherHost} in the cluster DNS (dns.staticHosts) and make the dropped domain fail fast ` +
+      "(dns.neutralizedSearchDomains); the rke2-coredns chartValues carry both."
+    );
+  }
+  const last = check.logLines.slice(-3).join(" | ");
+  return (
+    `the cluster agent resolves ${rancherHost} (${podLookup}); ` +
+    (check.logLines.length > 0
+      ? `its last log lines on ${node}: ${last}`
+      : `no cattle-cluster-agent log on ${node} yet (is the pod scheduled?)`)
+  );
+}
+
+export interface ClusterWaitState {
+  /** The downstream cluster's name, and what this wait follows (for messages). */
+  readonly cluster: string;
+  readonly after: string;
+  /** Rancher's v1 cluster id (c-m-...). */
+  readonly clusterId: string;
+  readonly rancherUrl: string;
+  /** Rancher API token; a secret. */
+  readonly apiToken: string;
+  readonly caCertificate?: string;
+  readonly timeoutSeconds: number;
+  readonly pollSeconds: number;
+  /** The init node, where the cluster agent's log and a pod-like lookup are read. */
+  readonly initNode: string;
+  readonly connection: ssh.PinnedTarget;
+  readonly sshPrivateKey: string;
+  readonly checkScript: string;
+  readonly rancherHost: string;
+  /** The kubelet's cluster-dns (pods' nameserver) and the cluster domain. */
+  readonly podNameserver: string;
+  readonly clusterDomain: string;
+}
+
+async function checkAgent(state: ClusterWaitState): Promise<string> {
+  const secrets = [state.apiToken];
+  try {
+    const result = await ssh.runHostScript(
+      state.connection,
+      state.sshPrivateKey,
+      state.checkScript,
+      {
+        label: `node ${state.initNode}`,
+        lockName: `cluster-agent-check-${state.cluster}`,
+        params: {
+          RANCHER_HOST: state.rancherHost,
+          NAMESERVER: state.podNameserver,
+          CLUSTER_DOMAIN: state.clusterDomain,
+          LOOKUP_SECONDS: "20",
+        },
+        timeoutMs: 120000,
+      },
+    );
+    const d = state.clusterDomain;
+    return diagnoseClusterAgent(parseAgentCheck(result.stdout, `node ${state.initNode}`), {
+      node: state.initNode,
+      rancherHost: state.rancherHost,
+      searchDomains: `cattle-system.svc.${d} svc.${d} ${d} + the node's`,
+    });
+  } catch (err) {
+    return `the cluster agent could not be checked on ${state.initNode}: ${redact((err as Error).message, secrets)}`;
+  }
+}
+
+/** Waits until the cluster is active; logs Rancher's message; the timeout error explains. */
+export async function waitForCluster(state: ClusterWaitState): Promise<void> {
+  const started = Date.now();
+  const label = `cluster ${state.cluster} (after ${state.after})`;
+  const target = {
+    url: state.rancherUrl,
+    token: state.apiToken,
+    caCertificate: state.caCertificate,
+  };
+  let last = "";
+  let lastLog = 0;
+  let agentWaitSince: number | undefined;
+  let diagnosis: string | undefined;
+  for (;;) {
+    const elapsed = Math.round((Date.now() - started) / 1000);
+    let progress: ClusterProgress;
+    try {
+      progress = clusterProgress(
+        await rancherGet(target, `/v3/clusters/${encodeURIComponent(state.clusterId)}`),
+      );
+    } catch (err) {
+      progress = {
+        done: false,
+        state: "unreachable",
+        message: redact((err as Error).message, [state.apiToken]),
+      };
+    }
+    if (progress.done) {
+      pulumi.log.info(`${label}: active after ${elapsed} s`);
+      return;
+    }
+    const now = `${progress.state}${progress.message ? `; ${progress.message}` : ""}`;
+    if (now !== last || Date.now() - lastLog >= 30000) {
+      pulumi.log.info(`${label}: waiting (${elapsed} s of ${state.timeoutSeconds} s): ${now}`);
+      last = now;
+      lastLog = Date.now();
+    }
+    const agentWait = progress.message.includes(AGENT_NOT_CONNECTED);
+    agentWaitSince = agentWait ? (agentWaitSince ?? Date.now()) : undefined;
+    const timedOut = elapsed >= state.timeoutSeconds;
+    if (
+      agentWaitSince !== undefined &&
+      (diagnosis === undefined || timedOut) &&
+      (timedOut || Date.now() - agentWaitSince >= 120000)
+    ) {
+      diagnosis = await checkAgent(state);
+      pulumi.log.warn(`${label}: Rancher is ${AGENT_NOT_CONNECTED}: ${diagnosis}`);
+    }
+    if (timedOut) {
+      throw new Error(
+        `${label} is not active ${state.timeoutSeconds} s after its registrations: Rancher says ${now || "nothing"}` +
+          (agentWait && diagnosis ? `. ${diagnosis}` : "") +
+          ". The nodes stay registered; fix the cause and run pulumi up again.",
+      );
+    }
+    await new Promise((r) => setTimeout(r, state.pollSeconds * 1000));
+  }
+}
+
+export const clusterWaitProvider: pulumi.dynamic.ResourceProvider = {
+  async diff(_id: string, olds: ClusterWaitState, news: ClusterWaitState) {
+    return {
+      changes: false,
+      replaces: ssh.inputsDiffer(olds, news, ["clusterId"]) ? ["clusterId"] : [],
+    };
+  },
+  async create(inputs: ClusterWaitState) {
+    await waitForCluster(inputs);
+    return { id: `${inputs.cluster}/active-after-${inputs.after}`, outs: inputs };
+  },
+  async read(id: string, props: ClusterWaitState) {
+    return { id, props };
+  },
+  async delete() {},
+};
