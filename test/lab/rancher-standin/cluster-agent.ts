@@ -29,6 +29,7 @@ import { Resolver } from "dns/promises";
 import * as fs from "fs";
 import * as https from "https";
 import * as path from "path";
+import { flags } from "./cli-flags";
 
 interface Manifest {
   env: { CATTLE_SERVER: string; CATTLE_CA_CHECKSUM?: string };
@@ -40,12 +41,6 @@ interface Pod {
   logFile: string;
   connected: boolean;
   nextAttempt: number;
-}
-
-function flags(argv: readonly string[]): Map<string, string> {
-  const m = new Map<string, string>();
-  for (let i = 0; i < argv.length; i += 2) m.set(argv[i].replace(/^--/, ""), argv[i + 1]);
-  return m;
 }
 
 const args = flags(process.argv.slice(2));

@@ -60,6 +60,7 @@ import * as fs from "fs";
 import * as http from "http";
 import * as https from "https";
 import * as path from "path";
+import { flags } from "./cli-flags";
 
 type Roles = { etcd: boolean; controlplane: boolean; worker: boolean };
 
@@ -115,12 +116,6 @@ interface Cluster {
 }
 
 const NAMESPACE = "fleet-default";
-
-function flags(argv: readonly string[]): Map<string, string> {
-  const m = new Map<string, string>();
-  for (let i = 0; i < argv.length; i += 2) m.set(argv[i].replace(/^--/, ""), argv[i + 1]);
-  return m;
-}
 
 const args = flags(process.argv.slice(2));
 const dir = args.get("dir")!;
