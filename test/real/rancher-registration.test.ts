@@ -281,6 +281,17 @@ function pulumiUp(): Promise<{ status: number; out: string }> {
   });
 }
 
+/** The last lines of the agent's and RKE2's unit logs on a node, for failure messages. */
+function unitLogs(octet: number): string {
+  return ["rancher-system-agent.service", "rke2-server.service", "rke2-agent.service"]
+    .map((unit) => {
+      const file = nodeFile(octet, `/var/lib/systemctl-double/units/${unit}/log`);
+      const text = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "(no log)";
+      return `--- .${octet} ${unit}:\n${text.split("\n").slice(-15).join("\n")}`;
+    })
+    .join("\n");
+}
+
 async function uat1(): Promise<ClusterView> {
   const list = JSON.parse(
     fs.readFileSync(path.join(LAB_DIR, "rancher", "clusters.json"), "utf8"),
@@ -305,7 +316,7 @@ describe("pulumi up registers uat1 with the Rancher stand-in", function () {
     const commandLines = await sampleCommandLines(up);
     const r = await up;
     assert.notEqual(r.status, 0, r.out);
-    assert.match(r.out, /waiting for cluster agent to connect/);
+    assert.ok(/waiting for cluster agent to connect/.test(r.out), `${r.out}\n${unitLogs(FIRST)}`);
     assert.match(r.out, /lookup ai-ear\.cn/);
     assert.match(r.out, /i\/o timeout|no such host/);
     const cluster = await uat1();
@@ -331,7 +342,7 @@ describe("pulumi up registers uat1 with the Rancher stand-in", function () {
   it("pulumi up --stack local provisions uat1 once the cluster DNS answers for Rancher", async () => {
     labDns("stack");
     const r = await pulumiUp();
-    assert.equal(r.status, 0, r.out);
+    assert.equal(r.status, 0, `${r.out}\n${unitLogs(FIRST)}\n${unitLogs(WORKER)}`);
     const cluster = await uat1();
     assert.equal(cluster.state, "active");
     assert.equal(updated(cluster)?.status, "True");

@@ -442,6 +442,20 @@ function handle(
     return reply(200, { connected: true });
   }
 
+  // Deleting a custom machine (an administrator removing a reimaged node): the cluster forgets
+  // it, and an init node that goes is re-elected (initnode.go electInitNode).
+  const machineRoute =
+    /^\/apis\/cluster\.x-k8s\.io\/v1beta2\/namespaces\/([^/]+)\/machines\/([^/]+)$/.exec(route);
+  if (machineRoute && method === "DELETE") {
+    if (bearer(headers) !== apiToken) return reply(401, { message: "Unauthorized" });
+    const c = clusters.find((x) => x.machines.some((m) => m.name === machineRoute[2]));
+    if (!c || machineRoute[1] !== NAMESPACE) return reply(404, { message: "not found" });
+    c.machines = c.machines.filter((m) => m.name !== machineRoute[2]);
+    if (c.initNode === machineRoute[2]) c.initNode = undefined;
+    reconcile(c);
+    return reply(200, { kind: "Status", status: "Success" });
+  }
+
   const secretRoute = /^\/api\/v1\/namespaces\/([^/]+)\/secrets\/([^/]+)$/.exec(route);
   if (secretRoute) {
     const [, ns, name] = secretRoute;
