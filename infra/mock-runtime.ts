@@ -48,8 +48,9 @@ interface SettingsInternals {
 
 /**
  * Outputs as a preview shows them: a resource's inputs, and for Rancher's ClusterV2 what Rancher
- * answers on creation (a stand-in: an id, and a registration token whose commands have Rancher's
- * form, pinning the rancher2 provider's CA), so offline checks see the command that will run.
+ * answers on creation (a stand-in: an id, and a registration token whose nodeCommand and
+ * insecureNodeCommand have Rancher's form, both pinning the checksum Rancher computes of the
+ * rancher2 provider's CA), so offline checks see the command that will run.
  */
 export function rancherPreviewOutputs(): (
   type: string,

@@ -10,6 +10,7 @@
 # Prints on stdout, one per line:
 #   agent-log: <line>           the cluster agent's last log lines (none: "agent-log-missing")
 #   lookup=ok <seconds> <addresses> | lookup=failed <seconds> | lookup=timeout <seconds>
+#   | lookup=unavailable <seconds> <why>   (the pod-like lookup itself could not run)
 set -uo pipefail
 
 # The cattle-cluster-agent Deployment's container is `cluster-register`
@@ -39,13 +40,16 @@ start=$(date +%s%N)
 # shellcheck disable=SC2016 # expanded by the inner shell
 answer="$(timeout "$LOOKUP_SECONDS" unshare -m sh -c \
   'mount --bind "$1/resolv.conf" /etc/resolv.conf && mount --bind "$1/hosts" /etc/hosts && getent ahosts "$2"' \
-  sh "$dir" "$RANCHER_HOST" 2>/dev/null)"
+  sh "$dir" "$RANCHER_HOST" 2>"$dir/err")"
 rc=$?
 seconds="$(awk -v s="$start" -v e="$(date +%s%N)" 'BEGIN { printf "%.1f", (e - s) / 1e9 }')"
+# getent exits 2 when the name is not found; anything else is the check failing to run.
 if [ "$rc" -eq 0 ]; then
   echo "lookup=ok $seconds $(awk '{ print $1 }' <<<"$answer" | sort -u | tr '\n' ' ')"
 elif [ "$rc" -eq 124 ]; then
   echo "lookup=timeout $seconds"
-else
+elif [ "$rc" -eq 2 ]; then
   echo "lookup=failed $seconds"
+else
+  echo "lookup=unavailable $seconds exit $rc: $(tr '\n' ' ' <"$dir/err")"
 fi

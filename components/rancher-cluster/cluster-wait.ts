@@ -60,13 +60,17 @@ function rank(type: string | undefined): number {
   return i < 0 ? CONDITION_ORDER.length : i;
 }
 
+/** A pod-like lookup slower than this waited out an unanswered search-domain query. */
+const SLOW_LOOKUP_SECONDS = 2;
+
 /** What cluster-agent-check.sh found on the init node. */
 export interface AgentCheck {
   readonly logLines: readonly string[];
   readonly lookup: {
-    readonly result: "ok" | "failed" | "timeout";
+    readonly result: "ok" | "failed" | "timeout" | "unavailable";
     readonly seconds: string;
-    readonly addresses: string;
+    /** The addresses answered (ok), or why the lookup could not run (unavailable). */
+    readonly detail: string;
   };
 }
 
@@ -74,11 +78,15 @@ export interface AgentCheck {
 export function parseAgentCheck(stdout: string, host: string): AgentCheck {
   const lines = stdout.split("\n");
   const lookupLine = lines.find((l) => l.startsWith("lookup="));
-  const m = /^lookup=(ok|failed|timeout) (\S+) ?(.*)$/.exec(lookupLine ?? "");
+  const m = /^lookup=(ok|failed|timeout|unavailable) (\S+) ?(.*)$/.exec(lookupLine ?? "");
   if (!m) throw new Error(`${host}: the cluster agent check printed no lookup result`);
   return {
     logLines: lines.filter((l) => l.startsWith("agent-log: ")).map((l) => l.slice(11)),
-    lookup: { result: m[1] as "ok" | "failed" | "timeout", seconds: m[2], addresses: m[3].trim() },
+    lookup: {
+      result: m[1] as AgentCheck["lookup"]["result"],
+      seconds: m[2],
+      detail: m[3].trim(),
+    },
   };
 }
 
@@ -95,16 +103,24 @@ export function diagnoseClusterAgent(
   const failedLookup = check.logLines.find(
     (l) => l.includes(`lookup ${rancherHost}`) && /i\/o timeout|no such host/.test(l),
   );
+  const seconds = Number(check.lookup.seconds);
+  // glibc waits out a dropped search-domain query (5 s per try) before it tries the bare name;
+  // the agent's own resolver gives up first ("i/o timeout"). DESIGN: 10.05 s against 0.03 s.
+  const slow = check.lookup.result === "ok" && seconds >= SLOW_LOOKUP_SECONDS;
+  const lookupFailed = check.lookup.result === "failed" || check.lookup.result === "timeout";
   const podLookup =
-    check.lookup.result === "ok"
-      ? `a lookup of ${rancherHost} with the pods' resolv.conf on ${node} answered ${check.lookup.addresses} in ${check.lookup.seconds} s`
-      : `a lookup of ${rancherHost} with the pods' resolv.conf (search ${context.searchDomains}, ndots:5) on ${node} ${check.lookup.result === "timeout" ? "timed out" : "failed"} after ${check.lookup.seconds} s`;
-  if (failedLookup || check.lookup.result !== "ok") {
+    check.lookup.result === "unavailable"
+      ? `the pod-like lookup could not run on ${node} (${check.lookup.detail})`
+      : check.lookup.result === "ok"
+        ? `a lookup of ${rancherHost} with the pods' resolv.conf (search ${context.searchDomains}, ndots:5) on ${node} answered ${check.lookup.detail} in ${check.lookup.seconds} s`
+        : `a lookup of ${rancherHost} with the pods' resolv.conf (search ${context.searchDomains}, ndots:5) on ${node} ${check.lookup.result === "timeout" ? "timed out" : "failed"} after ${check.lookup.seconds} s`;
+  if (failedLookup || lookupFailed || slow) {
     return (
       `seed 000: the cluster agent cannot resolve Rancher's host ${rancherHost} through the cluster DNS` +
       (failedLookup ? ` (its log: "${failedLookup.trim()}")` : "") +
-      `; ${podLookup}. Pods try ${rancherHost} with each search domain first (ndots:5), and a search domain ` +
-      "whose queries are dropped (the libvirt network's `local`) makes the lookup time out. Answer " +
+      `; ${podLookup}${slow ? ", only after a search domain's query went unanswered" : ""}. Pods try ` +
+      `${rancherHost} with each search domain first (ndots:5), and a search domain whose queries are ` +
+      "dropped (the libvirt network's `local`) makes the lookup time out. Answer " +
       `${rancherHost} in the cluster DNS (dns.staticHosts) and make the dropped domain fail fast ` +
       "(dns.neutralizedSearchDomains); the rke2-coredns chartValues carry both."
     );
@@ -171,26 +187,37 @@ async function checkAgent(state: ClusterWaitState): Promise<string> {
   }
 }
 
+/** What the wait reads and does; the provider passes the real ones, tests their own. */
+export interface ClusterWaitIo {
+  /** The body of GET /v3/clusters/<id>. */
+  readonly fetchCluster: () => Promise<unknown>;
+  /** The cluster agent check on the init node, as a diagnosis sentence. */
+  readonly checkAgent: () => Promise<string>;
+  readonly now: () => number;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly info: (line: string) => void;
+  readonly warn: (line: string) => void;
+}
+
 /** Waits until the cluster is active; logs Rancher's message; the timeout error explains. */
-export async function waitForCluster(state: ClusterWaitState): Promise<void> {
-  const started = Date.now();
+export async function waitForCluster(
+  state: Pick<
+    ClusterWaitState,
+    "cluster" | "after" | "apiToken" | "timeoutSeconds" | "pollSeconds"
+  >,
+  io: ClusterWaitIo,
+): Promise<void> {
+  const started = io.now();
   const label = `cluster ${state.cluster} (after ${state.after})`;
-  const target = {
-    url: state.rancherUrl,
-    token: state.apiToken,
-    caCertificate: state.caCertificate,
-  };
   let last = "";
-  let lastLog = 0;
+  let lastLog = -Infinity;
   let agentWaitSince: number | undefined;
   let diagnosis: string | undefined;
   for (;;) {
-    const elapsed = Math.round((Date.now() - started) / 1000);
+    const elapsed = Math.round((io.now() - started) / 1000);
     let progress: ClusterProgress;
     try {
-      progress = clusterProgress(
-        await rancherGet(target, `/v3/clusters/${encodeURIComponent(state.clusterId)}`),
-      );
+      progress = clusterProgress(await io.fetchCluster());
     } catch (err) {
       progress = {
         done: false,
@@ -199,25 +226,25 @@ export async function waitForCluster(state: ClusterWaitState): Promise<void> {
       };
     }
     if (progress.done) {
-      pulumi.log.info(`${label}: active after ${elapsed} s`);
+      io.info(`${label}: active after ${elapsed} s`);
       return;
     }
     const now = `${progress.state}${progress.message ? `; ${progress.message}` : ""}`;
-    if (now !== last || Date.now() - lastLog >= 30000) {
-      pulumi.log.info(`${label}: waiting (${elapsed} s of ${state.timeoutSeconds} s): ${now}`);
+    if (now !== last || io.now() - lastLog >= 30000) {
+      io.info(`${label}: waiting (${elapsed} s of ${state.timeoutSeconds} s): ${now}`);
       last = now;
-      lastLog = Date.now();
+      lastLog = io.now();
     }
     const agentWait = progress.message.includes(AGENT_NOT_CONNECTED);
-    agentWaitSince = agentWait ? (agentWaitSince ?? Date.now()) : undefined;
+    agentWaitSince = agentWait ? (agentWaitSince ?? io.now()) : undefined;
     const timedOut = elapsed >= state.timeoutSeconds;
-    if (
-      agentWaitSince !== undefined &&
-      (diagnosis === undefined || timedOut) &&
-      (timedOut || Date.now() - agentWaitSince >= 120000)
-    ) {
-      diagnosis = await checkAgent(state);
-      pulumi.log.warn(`${label}: Rancher is ${AGENT_NOT_CONNECTED}: ${diagnosis}`);
+    // The agent gets a while to start and connect before its log and a lookup are read; at the
+    // timeout they are read again for the error.
+    const agentGrace = Math.min(120, state.timeoutSeconds / 2) * 1000;
+    const agentWaitedLong = agentWaitSince !== undefined && io.now() - agentWaitSince >= agentGrace;
+    if (agentWait && (timedOut || (diagnosis === undefined && agentWaitedLong))) {
+      diagnosis = await io.checkAgent();
+      io.warn(`${label}: Rancher is ${AGENT_NOT_CONNECTED}: ${diagnosis}`);
     }
     if (timedOut) {
       throw new Error(
@@ -226,8 +253,25 @@ export async function waitForCluster(state: ClusterWaitState): Promise<void> {
           ". The nodes stay registered; fix the cause and run pulumi up again.",
       );
     }
-    await new Promise((r) => setTimeout(r, state.pollSeconds * 1000));
+    await io.sleep(state.pollSeconds * 1000);
   }
+}
+
+/** The wait against Rancher's API and the init node, logging to Pulumi. */
+function waitAgainstRancher(state: ClusterWaitState): Promise<void> {
+  const target = {
+    url: state.rancherUrl,
+    token: state.apiToken,
+    caCertificate: state.caCertificate,
+  };
+  return waitForCluster(state, {
+    fetchCluster: () => rancherGet(target, `/v3/clusters/${encodeURIComponent(state.clusterId)}`),
+    checkAgent: () => checkAgent(state),
+    now: () => Date.now(),
+    sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+    info: (line) => pulumi.log.info(line),
+    warn: (line) => pulumi.log.warn(line),
+  });
 }
 
 export const clusterWaitProvider: pulumi.dynamic.ResourceProvider = {
@@ -238,7 +282,7 @@ export const clusterWaitProvider: pulumi.dynamic.ResourceProvider = {
     };
   },
   async create(inputs: ClusterWaitState) {
-    await waitForCluster(inputs);
+    await waitAgainstRancher(inputs);
     return { id: `${inputs.cluster}/active-after-${inputs.after}`, outs: inputs };
   },
   async read(id: string, props: ClusterWaitState) {

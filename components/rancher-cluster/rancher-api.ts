@@ -57,8 +57,10 @@ export function rancherGet(
 
 /**
  * The downstream cluster a machine's plan secret belongs to: its label
- * `rke.cattle.io/cluster-name` (rancher/rancher@v2.14.3 pkg/capr/common.go ClusterNameLabel),
- * read through Rancher's proxy of the local cluster's Kubernetes API.
+ * `rke.cattle.io/cluster-name` (rancher/rancher@v2.14.3 pkg/capr/common.go ClusterNameLabel, set
+ * to the cluster's name in pkg/controllers/capr/bootstrap/controller.go
+ * getLabelsAndAnnotationsForPlanSecret), read through Rancher's proxy of the local cluster's
+ * Kubernetes API (pkg/api/steve/proxy/proxy.go, `/api`).
  */
 export async function planSecretCluster(
   target: RancherApiTarget,

@@ -48,7 +48,9 @@ unit_state() {
 }
 
 # A JSON string field of the connection info ({kubeConfig, namespace, secretName}: rancher/
-# system-agent@v0.14.0 pkg/config/config.go ConnectionInfo).
+# system-agent@v0.14.0 pkg/config/config.go ConnectionInfo). Rancher writes it in
+# rancher/rancher@v2.14.3 pkg/capr/configserver/server.go (connectAgent): the kubeconfig's server
+# is the server-url setting, secretName the machine's plan secret in `namespace`.
 json_field() {
   { grep -o "\"$1\" *: *\"[^\"]*\"" "$2" || true; } | head -n 1 | sed 's/^[^:]*: *"//; s/"$//'
 }

@@ -81,13 +81,46 @@ describe("the uat1 stack in a pull-request preview", function () {
     for (const expected of [
       /\+ +rancher2:index:ClusterV2 rancher-uat1 create/,
       /\+ +pulumi-nodejs:dynamic\/rancher:NodeRegistration rancher-uat1-register-sza122031\.local create/,
-      /\+ +rancher2:index:ClusterSync rancher-uat1-sync-sza122031\.local create/,
       /\+ +pulumi-nodejs:dynamic\/rancher:NodeRegistration rancher-uat1-register-sza122030\.local create/,
+      /\+ +pulumi-nodejs:dynamic\/rancher:ClusterWait rancher-uat1-active-sza122031\.local create/,
+      /\+ +rancher2:index:ClusterSync rancher-uat1-sync-sza122031\.local create/,
     ]) {
       assert.match(r.out, expected);
     }
     assert.match(r.out, /Policies:\s+✅ rke2-remediation/);
     assert.doesNotMatch(r.out, /token-preview:not-a-real-token/);
+  });
+
+  it("refuses the old order (the etcd + controlplane node, a sync, then the worker), which never starts", () => {
+    // A program of its own registering uat1's nodes that way, previewed with the same pack.
+    const program = path.join(REPO, "test", "e2e", "programs", "old-registration-order");
+    const run = (...args: string[]) => {
+      const r = spawnSync(
+        "pulumi",
+        [...args, "--stack", "old-order", "--non-interactive", "--color", "never"],
+        {
+          cwd: program,
+          encoding: "utf8",
+          timeout: 240000,
+          env,
+        },
+      );
+      return { status: r.status ?? -1, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
+    };
+    const init = run("stack", "init", "--secrets-provider", "passphrase");
+    try {
+      assert.equal(init.status, 0, init.out);
+      const r = run("preview", "--policy-pack", path.join(REPO, "policy"));
+      assert.notEqual(r.status, 0, r.out);
+      assert.match(r.out, /\[mandatory\] +rancher-first-group-registers-without-waiting/);
+      assert.match(
+        r.out,
+        /sza122030\.local \(worker\) registers only after a wait for the cluster/,
+      );
+      assert.doesNotMatch(r.out, /token-preview:not-a-real-token/);
+    } finally {
+      fs.rmSync(path.join(program, "Pulumi.old-order.yaml"), { force: true });
+    }
   });
 
   it("fails with the mandatory violation when the stack opts in to insecure registration", () => {

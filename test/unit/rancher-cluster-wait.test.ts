@@ -1,8 +1,10 @@
 import * as assert from "assert/strict";
 import {
   clusterProgress,
+  ClusterWaitIo,
   diagnoseClusterAgent,
   parseAgentCheck,
+  waitForCluster,
 } from "../../components/rancher-cluster/cluster-wait";
 import { parseHostRegistration } from "../../components/rancher-cluster/provider";
 
@@ -52,6 +54,91 @@ describe("Rancher cluster wait", () => {
     });
   });
 
+  describe("the wait loop", () => {
+    const state = {
+      cluster: "uat1",
+      after: "sza122031.local",
+      apiToken: "token-abc:very-secret",
+      timeoutSeconds: 60,
+      pollSeconds: 5,
+    };
+    /** A simulated Rancher answering `answers` in turn (the last one from then on), on a clock
+     * that each sleep moves forward. */
+    function simulated(
+      answers: unknown[],
+      diagnosis = "seed 000: the cluster agent cannot resolve",
+    ) {
+      let clock = 0;
+      let calls = 0;
+      const log: string[] = [];
+      const checks: number[] = [];
+      const io: ClusterWaitIo = {
+        fetchCluster: async () => {
+          const answer = answers[Math.min(calls++, answers.length - 1)];
+          if (answer instanceof Error) throw answer;
+          return answer;
+        },
+        checkAgent: async () => {
+          checks.push(clock);
+          return diagnosis;
+        },
+        now: () => clock,
+        sleep: async (ms) => {
+          clock += ms;
+        },
+        info: (line) => log.push(`info ${line}`),
+        warn: (line) => log.push(`warn ${line}`),
+      };
+      return { io, log, checks };
+    }
+    const waiting = (message: string) => ({
+      state: "provisioning",
+      conditions: [{ type: "Updated", status: "Unknown", message }],
+    });
+    const active = { state: "active", conditions: [{ type: "Updated", status: "True" }] };
+
+    it("logs Rancher's message when it changes and returns once the cluster is active", async () => {
+      const sim = simulated([waiting(SANE), waiting(SANE), waiting(AGENT), active]);
+      await waitForCluster(state, sim.io);
+      assert.deepEqual(sim.log, [
+        `info cluster uat1 (after sza122031.local): waiting (0 s of 60 s): provisioning; Updated: ${SANE}`,
+        `info cluster uat1 (after sza122031.local): waiting (10 s of 60 s): provisioning; Updated: ${AGENT}`,
+        "info cluster uat1 (after sza122031.local): active after 15 s",
+      ]);
+      assert.deepEqual(sim.checks, []);
+    });
+
+    it("checks the cluster agent once it has kept Rancher waiting, and puts the diagnosis in the timeout error", async () => {
+      const sim = simulated([waiting(AGENT)]);
+      await assert.rejects(waitForCluster(state, sim.io), (err: Error) => {
+        assert.match(
+          err.message,
+          /^cluster uat1 \(after sza122031\.local\) is not active 60 s after its registrations: Rancher says provisioning; Updated: waiting for cluster agent to connect\. seed 000: the cluster agent cannot resolve/,
+        );
+        return true;
+      });
+      // Once after half the timeout (30 s), again at the timeout.
+      assert.deepEqual(sim.checks, [30000, 60000]);
+      assert.ok(sim.log.some((l) => l.startsWith("warn ") && l.includes("seed 000")));
+    });
+
+    it("names Rancher's message in the timeout error without checking the agent when Rancher waits for nodes", async () => {
+      const sim = simulated([waiting(SANE)]);
+      await assert.rejects(
+        waitForCluster(state, sim.io),
+        new RegExp(`Rancher says provisioning; Updated: ${SANE}\\. The nodes stay registered`),
+      );
+      assert.deepEqual(sim.checks, []);
+    });
+
+    it("keeps waiting through an unreachable Rancher and never logs the API token", async () => {
+      const sim = simulated([new Error(`GET failed for ${state.apiToken}`), active]);
+      await waitForCluster(state, sim.io);
+      assert.match(sim.log[0], /unreachable; GET failed for \[secret\]/);
+      assert.ok(sim.log.every((l) => !l.includes(state.apiToken)));
+    });
+  });
+
   describe("diagnosis of the cluster agent (seed 000)", () => {
     const context = {
       node: "sza122031.local",
@@ -77,6 +164,22 @@ describe("Rancher cluster wait", () => {
         context,
       );
       assert.match(d, /^seed 000: .* failed after 0\.1 s/);
+    });
+
+    it("names it when the pod-like lookup answers only after a search domain timed out", () => {
+      const out = "agent-log-missing\nlookup=ok 10.0 192.168.122.20 192.168.122.21";
+      const d = diagnoseClusterAgent(parseAgentCheck(out, "n31"), context);
+      assert.match(
+        d,
+        /^seed 000: .*answered 192\.168\.122\.20 192\.168\.122\.21 in 10\.0 s, only after a search domain's query went unanswered/,
+      );
+    });
+
+    it("does not blame DNS when the pod-like lookup could not run", () => {
+      const out = "agent-log-missing\nlookup=unavailable 0.0 exit 32: mount: permission denied";
+      const d = diagnoseClusterAgent(parseAgentCheck(out, "n31"), context);
+      assert.doesNotMatch(d, /seed 000/);
+      assert.match(d, /could not run on sza122031\.local \(exit 32: mount: permission denied\)/);
     });
 
     it("says what it saw when the agent resolves Rancher", () => {
