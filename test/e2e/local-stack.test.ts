@@ -162,31 +162,40 @@ describe("pulumi CLI on the local stack", function () {
     }
   });
 
-  it("registered uat1 in order through Rancher: first node, its sync, then the worker", () => {
-    // The Rancher stand-in's record of the cluster, as its API would show it.
+  it("registered uat1 as Rancher's planner needs: the first group (.31 etcd+controlplane, .30 worker) before any sync", () => {
+    // The Rancher stand-in's record of the cluster (test/lab/rancher-standin/server.ts).
     const clusters = JSON.parse(
       fs.readFileSync(path.join(LAB_DIR, "rancher", "clusters.json"), "utf8"),
     ) as {
       name: string;
-      state: string;
       registrationToken: string;
-      nodes: { name: string; plan: string; ready: boolean }[];
+      conditions: { type: string; status: string }[];
+      machines: {
+        address: string;
+        roles: { etcd: boolean; controlplane: boolean; worker: boolean };
+        planChecksum?: string;
+        appliedChecksum?: string;
+      }[];
     }[];
     const cluster = clusters.find((c) => c.name === "uat1");
     assert.ok(cluster, "Rancher has no cluster uat1");
-    assert.equal(cluster.state, "active");
+    assert.equal(cluster.conditions.find((c) => c.type === "Updated")?.status, "True");
     assert.deepEqual(
-      cluster.nodes.map((n) => [n.name, n.plan, n.ready]),
+      cluster.machines
+        .map((m) => [m.address, m.roles, !!m.planChecksum && m.planChecksum === m.appliedChecksum])
+        .sort(),
       [
-        ["sza122031.local", "rke2-server", true],
-        ["sza122030.local", "rke2-agent", true],
+        ["192.168.122.30", { etcd: false, controlplane: false, worker: true }, true],
+        ["192.168.122.31", { etcd: true, controlplane: true, worker: false }, true],
       ],
     );
     const out = upOutput;
     const registering = (n: string) => out.indexOf(`node sza1220${n}.local: changed: registering`);
     const synced = out.indexOf("rancher-uat1-sync-sza122031.local created");
-    assert.ok(registering("31") >= 0 && registering("31") < synced, "no sync after .31");
-    assert.ok(synced < registering("30"), "the worker registered before the first node's sync");
+    // rancher/rancher@v2.14.3 pkg/capr/planner/planner.go (clusterIsSane): no plan before an
+    // etcd, a controlplane and a worker node are registered, so no sync may come between them.
+    assert.ok(registering("31") >= 0 && registering("30") >= 0, "a node did not register");
+    assert.ok(synced > registering("31") && synced > registering("30"), "a sync came first");
     assert.ok(unitState(30, "rke2-agent.service").active, "the worker's RKE2 agent did not start");
     // The registration token never reaches the Pulumi log.
     assert.ok(!out.includes(cluster.registrationToken), "the registration token is in the log");

@@ -21,6 +21,7 @@ import {
   nodeFile,
   operatorKey,
   REPO,
+  run,
   unitState,
 } from "./lab";
 
@@ -190,8 +191,20 @@ describe("RKE2 join against real etcd", function () {
 
   after(() => {
     for (const p of processes) p.kill();
-    for (const node of [A, B])
-      inNamespace(labNs(`n${node.octet}`), ["pkill", "-f", `etcd --name ${node.name}`]);
+    // Only this lab's processes: pkill would match the same node names in every lab on the
+    // machine (the pid namespace is shared), and stop another lab's etcd.
+    for (const node of [A, B]) {
+      const pids = run("ip", ["netns", "pids", labNs(`n${node.octet}`)]).stdout.split(/\s+/);
+      for (const pid of pids.filter(Boolean)) {
+        let argv = "";
+        try {
+          argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
+        } catch {
+          continue;
+        }
+        if (argv.includes(`etcd --name ${node.name}`)) run("kill", [pid]);
+      }
+    }
   });
 
   describe("etcd data is never lost (node step against the RKE2 stand-in's real etcd)", () => {

@@ -145,6 +145,7 @@ export function nodeFile(octet: number, file: string): string {
     file
       .replace(/^\/etc\//, "etc/")
       .replace(/^\/var\/lib\//, "var-lib/")
+      .replace(/^\/var\/log\//, "var-log/")
       .replace(/^\/usr\/local\/bin\//, "usr-local-bin/"),
   );
 }

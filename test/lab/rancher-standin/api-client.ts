@@ -1,7 +1,7 @@
 /**
  * A client for the lab's Rancher stand-in API (server.ts): JSON over HTTPS, Rancher's certificate
  * verified against the CA given, the API token as a bearer token. Used by the rancher2 plugin
- * stand-in and by the tests.
+ * stand-in and by the tests; it computes nothing.
  */
 import * as https from "https";
 
@@ -37,6 +37,9 @@ export function rancherApi(
         ca: target.ca,
         headers: { authorization: `Bearer ${target.token}`, "content-type": "application/json" },
         timeout: 15000,
+        // A connection per request: a kept-alive socket the server has just closed fails the
+        // next request with "socket hang up".
+        agent: false,
       },
       (res) => {
         let text = "";

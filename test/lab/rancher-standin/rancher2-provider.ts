@@ -2,19 +2,22 @@
  * STAND-IN for the `rancher2` Pulumi provider plugin — not pulumi-rancher2. The real plugin is a
  * Go binary that cannot be built or downloaded here, so this Node plugin (pulumi.provider.main)
  * serves the two resources the program uses, against the lab's Rancher stand-in over HTTPS with
- * the provider's own configuration (apiUrl, tokenKey, caCerts as the stack sets them):
+ * the provider's own configuration (apiUrl, tokenKey, caCerts as the stack sets them). It
+ * computes nothing itself: every value comes from the Rancher stand-in's answers.
  *   - rancher2:index/clusterV2:ClusterV2: create/read/update/delete a custom cluster; outputs
- *     clusterV1Id and clusterRegistrationToken whose nodeCommand pins the CA by --ca-checksum,
- *     as Rancher's does;
- *   - rancher2:index/clusterSync:ClusterSync: waits (bounded) until the cluster is active.
+ *     clusterV1Id (the management cluster's `c-m-...` id) and clusterRegistrationToken
+ *     {token, nodeCommand, insecureNodeCommand} as Rancher formats them.
+ *   - rancher2:index/clusterSync:ClusterSync, as rancher/terraform-provider-rancher2@v13.1.4
+ *     rancher2/resource_rancher2_cluster_sync.go and config.go (WaitForClusterState) do it:
+ *     GET /v3/clusters/<clusterId> every 5 s (rancher2RetriesWait) until its `Updated` condition
+ *     (schema_cluster.go clusterActiveCondition) is True; Unknown keeps waiting; False fails with
+ *     "Cluster ID <id>: <message>" once it has not changed for 120 s (rancher2WaitFalseCond); the
+ *     create timeout (default 30 min, or the resource's customTimeouts.create) ends the wait with
+ *     "Timeout waiting for cluster ID <id>"; stateConfirm > 1 repeats the wait after 5 s each.
  * It runs as `pulumi-resource-rancher2` from test/lab/rancher-standin on PATH.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { rancherApi, RancherApiReply } from "./api-client";
-import {
-  rancherCaChecksum,
-  rancherNodeCommand,
-} from "../../../components/rancher-cluster/registration";
 
 const VERSION = "13.0.0";
 const SECRET_SIG = "4dabf18193072939515e22adb298388d";
@@ -27,6 +30,8 @@ interface ProviderConfig {
 
 /** The provider's configuration as the engine sent it in Configure. */
 let config: ProviderConfig = {};
+/** customTimeouts.create / .update of each resource being changed, in seconds (by URN). */
+const createTimeouts = new Map<string, number>();
 
 function unwrap(value: unknown): unknown {
   if (typeof value === "object" && value !== null && SECRET_SIG in value)
@@ -68,6 +73,18 @@ function captureConfigure(): void {
       config = values as ProviderConfig;
       configure.call(impl, call, cb);
     };
+    // customTimeouts reach the provider only in the gRPC request's `timeout`.
+    for (const method of ["create", "update"]) {
+      const handler = impl[method] as (call: unknown, cb: unknown) => void;
+      impl[method] = (
+        call: { request: { getUrn(): string; getTimeout(): number } },
+        cb: unknown,
+      ) => {
+        const timeout = call.request.getTimeout();
+        if (timeout > 0) createTimeouts.set(call.request.getUrn(), timeout);
+        handler.call(impl, call, cb);
+      };
+    }
     return addService.call(this, service, impl);
   };
 }
@@ -85,29 +102,36 @@ function expectOk(r: { status: number; json: Record<string, unknown> }, what: st
   return r.json;
 }
 
-function clusterOutputs(inputs: Record<string, unknown>, cluster: Record<string, unknown>) {
+interface ClusterView {
+  id: string;
+  name: string;
+  conditions?: { type: string; status: string; message?: string; lastUpdateTime?: string }[];
+  registrationToken: { token: string; nodeCommand: string; insecureNodeCommand: string };
+}
+
+function kubeConfigOf(cluster: ClusterView): string {
   const serverUrl = config.apiUrl!.replace(/\/$/, "");
-  const token = String(cluster.registrationToken);
-  const caChecksum = config.caCerts ? rancherCaChecksum(config.caCerts) : undefined;
-  // Lab nodes run as root without sudo.
-  const command = (insecure: boolean) =>
-    rancherNodeCommand({ serverUrl, token, caChecksum, insecure, shell: "sh" });
+  return `apiVersion: v1\nkind: Config\nclusters: [{name: ${cluster.name}, cluster: {server: "${serverUrl}/k8s/clusters/${cluster.id}"}}]\n`;
+}
+
+function clusterOutputs(inputs: Record<string, unknown>, cluster: ClusterView) {
+  const token = cluster.registrationToken;
   return {
     ...inputs,
     clusterV1Id: cluster.id,
     resourceVersion: "1",
-    kubeConfig: `apiVersion: v1\nkind: Config\nclusters: [{name: ${String(cluster.name)}, cluster: {server: "${serverUrl}/k8s/clusters/${String(cluster.id)}"}}]\n`,
+    kubeConfig: kubeConfigOf(cluster),
     clusterRegistrationToken: {
       clusterId: cluster.id,
-      token,
-      nodeCommand: command(false),
-      insecureNodeCommand: command(true),
+      token: token.token,
+      nodeCommand: token.nodeCommand,
+      insecureNodeCommand: token.insecureNodeCommand,
       command: "",
       insecureCommand: "",
       manifestUrl: "",
       windowsNodeCommand: "",
       insecureWindowsNodeCommand: "",
-      id: `${String(cluster.id)}:default-token`,
+      id: `${cluster.id}:default-token`,
       name: "default-token",
       annotations: {},
       labels: {},
@@ -117,23 +141,55 @@ function clusterOutputs(inputs: Record<string, unknown>, cluster: Record<string,
 
 const CLUSTER_V2 = "rancher2:index/clusterV2:ClusterV2";
 const CLUSTER_SYNC = "rancher2:index/clusterSync:ClusterSync";
+/** rancher2/config.go rancher2RetriesWait and rancher2WaitFalseCond, seconds. */
+const RETRIES_WAIT = 5;
+const WAIT_FALSE_COND = 120;
+/** schema.DefaultTimeout(30 * time.Minute) of resource_rancher2_cluster_sync.go. */
+const DEFAULT_CREATE_TIMEOUT = 30 * 60;
 
 const typeOf = (urn: string) => urn.split("::")[2].split("$").pop()!;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function syncCluster(inputs: Record<string, unknown>) {
-  const id = String(inputs.clusterId);
-  const confirmations = Number(inputs.stateConfirm ?? 1);
-  const deadline = Date.now() + 600000;
-  let seen = 0;
+/** config.go WaitForClusterState(clusterID, "Updated", timeout). */
+async function waitForClusterState(id: string, timeoutSeconds: number): Promise<ClusterView> {
+  const deadline = Date.now() + timeoutSeconds * 1000;
   for (;;) {
-    const cluster = expectOk(await api("GET", `/v3/clusters/${id}`), `cluster ${id}`);
-    seen = cluster.state === "active" ? seen + 1 : 0;
-    if (seen >= confirmations) return cluster;
-    if (Date.now() > deadline)
-      throw new Error(`cluster ${id} is ${String(cluster.state)}, not active, after 600 s`);
-    await sleep(1000);
+    const r = await api("GET", `/v3/clusters/${id}`);
+    if (r.status < 300) {
+      const cluster = r.json as unknown as ClusterView;
+      const cond = cluster.conditions?.find((c) => c.type === "Updated");
+      if (cond && cond.status === "True") return cluster;
+      if (cond && cond.status === "False") {
+        const last = Date.parse(cond.lastUpdateTime ?? "");
+        if (Number.isNaN(last) || Date.now() - last >= WAIT_FALSE_COND * 1000)
+          throw new Error(`Cluster ID ${id}: ${cond.message ?? ""}`);
+      }
+    } else if (r.status < 500 && r.status !== 404 && r.status !== 403) {
+      throw new Error(`Getting cluster ID (${id}): ${r.status} ${String(r.json.message ?? "")}`);
+    }
+    if (Date.now() + RETRIES_WAIT * 1000 > deadline)
+      throw new Error(`Timeout waiting for cluster ID ${id}`);
+    await sleep(RETRIES_WAIT * 1000);
   }
+}
+
+/** resource_rancher2_cluster_sync.go resourceRancher2ClusterSyncCreate. */
+async function syncCluster(urn: string, inputs: Record<string, unknown>) {
+  const id = String(inputs.clusterId);
+  const timeout = createTimeouts.get(urn) ?? DEFAULT_CREATE_TIMEOUT;
+  let cluster = await waitForClusterState(id, timeout);
+  const retries = Number(inputs.stateConfirm ?? 1);
+  for (let i = 1; i < retries; i++) {
+    await sleep(RETRIES_WAIT * 1000);
+    cluster = await waitForClusterState(id, timeout);
+  }
+  return {
+    ...inputs,
+    synced: true,
+    kubeConfig: kubeConfigOf(cluster),
+    defaultProjectId: `${cluster.id}:p-default`,
+    systemProjectId: `${cluster.id}:p-system`,
+  };
 }
 
 const provider: pulumi.provider.Provider = {
@@ -155,21 +211,11 @@ const provider: pulumi.provider.Provider = {
       const cluster = expectOk(
         await api("POST", "/v3/clusters", inputs),
         `cluster ${String(inputs.name)}`,
-      );
+      ) as unknown as ClusterView;
       return { id: `fleet-default/${String(inputs.name)}`, outs: clusterOutputs(inputs, cluster) };
     }
     if (typeOf(urn) === CLUSTER_SYNC) {
-      const cluster = await syncCluster(inputs);
-      return {
-        id: String(inputs.clusterId),
-        outs: {
-          ...inputs,
-          synced: true,
-          kubeConfig: clusterOutputs({}, cluster).kubeConfig,
-          defaultProjectId: `${String(cluster.id)}:p-default`,
-          systemProjectId: `${String(cluster.id)}:p-system`,
-        },
-      };
+      return { id: String(inputs.clusterId), outs: await syncCluster(urn, inputs) };
     }
     throw new Error(`rancher2 stand-in: unsupported resource ${typeOf(urn)}`);
   },
@@ -177,15 +223,18 @@ const provider: pulumi.provider.Provider = {
     if (typeOf(urn) !== CLUSTER_V2 || !props) return { id, props };
     const r = await api("GET", `/v3/clusters/${String(props.clusterV1Id)}`);
     if (r.status === 404) return { id: "", props: {} };
-    return { id, props: clusterOutputs(props, expectOk(r, `cluster ${id}`)) };
+    return {
+      id,
+      props: clusterOutputs(props, expectOk(r, `cluster ${id}`) as unknown as ClusterView),
+    };
   },
   async update(_id, urn, olds, news) {
     if (typeOf(urn) === CLUSTER_V2) {
       const id = String(olds.clusterV1Id);
       const cluster = expectOk(await api("PUT", `/v3/clusters/${id}`, news), `cluster ${id}`);
-      return { outs: clusterOutputs(news, cluster) };
+      return { outs: clusterOutputs(news, cluster as unknown as ClusterView) };
     }
-    return { outs: { ...news, ...(await syncCluster(news)) } };
+    return { outs: await syncCluster(urn, news) };
   },
   async delete(_id, urn, props) {
     if (typeOf(urn) === CLUSTER_V2)

@@ -1,30 +1,104 @@
 /**
  * STAND-IN for Rancher's server — not Rancher. Rancher cannot run in the lab (it needs a
- * Kubernetes cluster), so this small HTTPS server answers the parts of Rancher that downstream
- * registration touches, with Rancher's behaviour where the product depends on it:
- *   - /cacerts serves the CA exactly as stored (the agent installer checks its SHA-256), /healthz,
- *     /system-agent-install.sh (the lab's installer stand-in) and the agent it downloads;
- *   - /v3/clusters (API token required): create (idempotent by name), get, update, delete a
- *     custom cluster with a registration token;
- *   - /v3/connect/register and /ready (registration token required), used by the agent stand-in:
- *     the first etcd node gets the init plan; every other node gets no plan until that node is
- *     ready and the cluster active — seed 000: later nodes wait on the control plane.
+ * Kubernetes cluster), so this HTTPS server answers the parts of Rancher v2.14.3 that custom
+ * (registered) downstream clusters touch, following Rancher's source for each behaviour:
+ *
+ *   - `/cacerts` serves the `cacerts` setting with "\n" appended when it does not end in one; the
+ *     CA checksum in the node commands is the SHA-256 of exactly that text
+ *     (rancher/rancher@v2.14.3:pkg/cacerts/handler.go, pkg/systemtemplate/import.go CAChecksum).
+ *     The setting is stored without its final newline, as pasted into Rancher's settings.
+ *   - Node commands in the format of rancher/rancher@v2.14.3:pkg/controllers/dashboard/
+ *     clusterregistrationtoken/status.go (provisioningV2NodeCommandFormat and
+ *     provisioningV2InsecureNodeCommandFormat, agent env vars empty): both carry --ca-checksum.
+ *   - `/v3/connect/agent` (registration token as Bearer, X-Cattle-* headers of
+ *     rancher/system-agent@v0.14.0:install.sh retrieve_connection_info): creates the custom
+ *     machine `custom-` + the first 12 hex of SHA-256(X-Cattle-Id)
+ *     (pkg/capr/configserver/custom.go machineRequestSecretName) and answers the connection info
+ *     {namespace, secretName, kubeConfig}: server = Rancher's URL, CA data = the `cacerts` setting,
+ *     a credential for the machine's plan secret (pkg/capr/configserver/server.go connectAgent).
+ *   - The plan secret `<machine>-machine-plan` in `fleet-default`
+ *     (pkg/capr/common.go PlanSecretFromBootstrapName), type rke.cattle.io/machine-plan, labelled
+ *     rke.cattle.io/cluster-name with the cluster's name (pkg/controllers/capr/unmanaged/
+ *     controller.go createMachineObjects, copied by pkg/controllers/capr/bootstrap/controller.go),
+ *     readable and updatable at `/api/v1/namespaces/<ns>/secrets/<name>` (Rancher proxies `/api`
+ *     to the local cluster, pkg/api/steve/proxy/proxy.go; also under /k8s/clusters/local).
+ *   - The planner (pkg/capr/planner/planner.go, initnode.go, store.go, messages.go):
+ *       no plan for any machine until at least one etcd, one controlplane and one worker machine
+ *       are registered (clusterIsSane: "waiting for at least one control plane, etcd, and worker
+ *       node to be registered");
+ *       the init node is the etcd machine with the smallest name when the election runs
+ *       (electInitNode over collect(), which sorts by machine name);
+ *       tiers in fullReconcile's order — bootstrap (init node), etcd, control plane, "waiting for
+ *       control plane to be available", "marking control plane as initialized", workers — each
+ *       tier blocking the next while a machine in it is out of sync;
+ *       a machine without a plan gets its first plan at once, whatever the concurrency
+ *       (reconcile: `r.entry.Plan == nil`), so all new etcd machines of a tier join together;
+ *       a control-plane machine stays out of sync with "waiting for cluster agent to connect"
+ *       until the cluster agent has connected (reconcile, controlPlane.Status.AgentConnected);
+ *       tier messages "configuring <tier> node(s) <names>[: <detail>]" (setMachineConditionStatus,
+ *       atMostThree, detailedMessage) with the machine details of store.go
+ *       (getPlanStatusReasonMessage, noPlanMessage, probesMessage).
+ *   - The management cluster `/v3/clusters/<c-m-id>` (API token): `state` and `conditions`; its
+ *     `Updated` condition is the planner's Ready condition — Unknown, reason Waiting, the planner's
+ *     message while it waits; True when done (pkg/controllers/capr/planner/controller.go,
+ *     pkg/controllers/provisioningv2/provisioningcluster/controller.go reconcileCondition(mgmtCluster,
+ *     capr.Updated, rkeCP, capr.Ready)); `Connected` is the cluster agent's connection
+ *     (pkg/controllers/management/clusterconnected/clusterconnected.go).
+ *   - `/v3/connect/register` (X-API-Tunnel-Token: the cluster's registration token): the cluster
+ *     agent's connection (cmd/agent/main.go dials wss://<host>/v3/connect/register).
+ * Simplified: a plan is {files, RKE2 release to install, unit to start}; probes are reported by
+ * the agent stand-in by name (pkg/capr/planner/probe.go names); the join URL of an etcd or
+ * control-plane machine is https://<its address>:9345 once its plan is applied and healthy.
  * State is kept in a JSON file, so a restarted server keeps its clusters.
  *
- *   node server.js --listen 192.168.122.20:443 --dir <state dir with ca.pem, server.pem,
- *     server-key.pem, api-token> --installer <path> --agent <path>
+ *   node server.js --listen 192.168.122.20:443 --url https://ai-ear.cn --dir <state dir with
+ *     ca.pem, server.pem, server-key.pem, api-token> --installer <path> --agent <path>
+ *     --rke2-installer <path>
  */
-import { randomBytes } from "crypto";
+import { createHash, randomBytes } from "crypto";
 import * as fs from "fs";
 import * as http from "http";
 import * as https from "https";
 import * as path from "path";
+import { flags } from "./cli-flags";
 
-interface NodeRecord {
+type Roles = { etcd: boolean; controlplane: boolean; worker: boolean };
+
+interface NodePlan {
+  /** Files the agent writes: path -> content. */
+  files: Record<string, string>;
+  /** RKE2 release the agent installs (the plan's install instruction). */
+  install: string;
+  /** The installer the instruction runs: the lab's RKE2 installer stand-in, for Rancher's
+   * system-agent-installer-rke2 image. */
+  installer: string;
+  /** The probes the agent reports (probe.go names). */
+  probes: string[];
+  /** The RKE2 unit the plan starts. */
+  unit: "rke2-server" | "rke2-agent";
+}
+
+interface Machine {
   name: string;
-  roles: string[];
-  plan: string;
-  ready: boolean;
+  machineId: string;
+  nodeName: string;
+  address: string;
+  roles: Roles;
+  /** Token of the machine's plan service account (the connection info's credential). */
+  planToken: string;
+  plan?: NodePlan;
+  planChecksum?: string;
+  appliedChecksum?: string;
+  probes?: Record<string, boolean>;
+  joinUrl?: string;
+}
+
+interface Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  reason: string;
+  message: string;
+  lastUpdateTime: string;
 }
 
 interface Cluster {
@@ -32,45 +106,285 @@ interface Cluster {
   name: string;
   spec: Record<string, unknown>;
   registrationToken: string;
-  state: "pending" | "active";
+  /** The cluster's RKE2 join token (Rancher's cluster state secret). */
+  rke2Token: string;
+  machines: Machine[];
   initNode?: string;
-  nodes: NodeRecord[];
+  controlPlaneInitialized: boolean;
+  agentConnected: boolean;
+  conditions: Condition[];
 }
 
-function flags(argv: readonly string[]): Map<string, string> {
-  const m = new Map<string, string>();
-  for (let i = 0; i < argv.length; i += 2) m.set(argv[i].replace(/^--/, ""), argv[i + 1]);
-  return m;
-}
+const NAMESPACE = "fleet-default";
 
 const args = flags(process.argv.slice(2));
 const dir = args.get("dir")!;
+const serverUrl = args.get("url")!.replace(/\/+$/, "");
 const stateFile = path.join(dir, "clusters.json");
 const apiToken = fs.readFileSync(path.join(dir, "api-token"), "utf8").trim();
+/** The `cacerts` setting, stored without a final newline. */
+const cacertsSetting = fs.readFileSync(path.join(dir, "ca.pem"), "utf8").replace(/\n+$/, "");
 let clusters: Cluster[] = fs.existsSync(stateFile)
   ? (JSON.parse(fs.readFileSync(stateFile, "utf8")) as Cluster[])
   : [];
 const save = () => fs.writeFileSync(stateFile, JSON.stringify(clusters, null, 2));
 
-function planFor(cluster: Cluster, roles: readonly string[], node: string): string {
-  const control = roles.includes("etcd") || roles.includes("controlplane");
-  if (cluster.initNode === undefined && roles.includes("etcd")) cluster.initNode = node;
-  if (cluster.initNode !== node && cluster.state !== "active") return "";
-  return control ? "rke2-server" : "rke2-agent";
-}
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+/** What /cacerts serves: the setting with "\n" appended when missing (pkg/cacerts/handler.go). */
+const servedCacerts = () =>
+  cacertsSetting.endsWith("\n") ? cacertsSetting : cacertsSetting + "\n";
+/** pkg/systemtemplate/import.go CAChecksum. */
+const caChecksum = () => sha256(servedCacerts());
 
-function view(c: Cluster) {
+// --- node commands (status.go) -------------------------------------------------------------------
+
+function nodeCommands(c: Cluster) {
+  const ca = ` --ca-checksum ${caChecksum()}`;
+  const env = ""; // AgentEnvVars(cluster, Linux): the lab's clusters set no agent env vars
+  const installer = `${serverUrl}/system-agent-install.sh`;
+  const tail = `sh -s - --server ${serverUrl} --label 'cattle.io/os=linux' --token ${c.registrationToken}${ca}`;
   return {
-    id: c.id,
-    name: c.name,
-    state: c.state,
-    spec: c.spec,
-    registrationToken: c.registrationToken,
-    nodes: c.nodes,
+    nodeCommand: `${env} curl -fL ${installer} | sudo ${env} ${tail}`,
+    insecureNodeCommand: `${env} curl --insecure -fL ${installer} | sudo ${env} ${tail}`,
   };
 }
 
+// --- the planner ---------------------------------------------------------------------------------
+
+const isEtcd = (m: Machine) => m.roles.etcd;
+const isControlPlane = (m: Machine) => m.roles.controlplane;
+const isWorker = (m: Machine) => m.roles.worker;
+const isOnlyWorker = (m: Machine) => m.roles.worker && !m.roles.etcd && !m.roles.controlplane;
+const byName = (a: Machine, b: Machine) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+class Waiting extends Error {}
+
+function atMostThree(names: string[]): string {
+  names.sort();
+  return names.length > 3
+    ? `${names.slice(0, 3).join(",")} and ${names.length - 3} more`
+    : names.join(",");
+}
+
+/** probe.go: etcd for etcd machines; apiserver, controller-manager, scheduler for control
+ * planes; kubelet everywhere; calico (the lab's CNI) on all but etcd-only machines. */
+function probeNames(m: Machine): string[] {
+  const names: string[] = [];
+  if (isEtcd(m)) names.push("etcd");
+  if (isControlPlane(m)) names.push("kube-apiserver", "kube-controller-manager", "kube-scheduler");
+  names.push("kubelet");
+  if (isControlPlane(m) || isWorker(m)) names.push("calico");
+  return names;
+}
+
+function desiredPlan(c: Cluster, m: Machine, joinServer: string): NodePlan {
+  const server = isEtcd(m) || isControlPlane(m);
+  const config: string[] = m.nodeName ? [`node-name: ${m.nodeName}`] : [];
+  if (m.address) config.push(`node-ip: ${m.address}`);
+  if (joinServer && joinServer !== "-") config.push(`server: ${joinServer}`);
+  config.push(`token: ${c.rke2Token}`);
+  const files: Record<string, string> = {
+    "/etc/rancher/rke2/config.yaml": config.join("\n") + "\n",
+  };
+  if (isControlPlane(m)) {
+    // planner/manifests.go getClusterAgentManifestFile: the cluster agent's manifest goes to
+    // every control-plane node; the credential is the cluster's registration token
+    // (systemtemplate cattle-credentials secret), the container `cluster-register`.
+    files["/var/lib/rancher/rke2/server/manifests/rancher/cluster-agent.yaml"] = JSON.stringify(
+      {
+        kind: "Deployment",
+        namespace: "cattle-system",
+        name: "cattle-cluster-agent",
+        container: "cluster-register",
+        env: { CATTLE_SERVER: serverUrl, CATTLE_CA_CHECKSUM: caChecksum() },
+        credentials: { url: serverUrl, token: c.registrationToken },
+      },
+      null,
+      2,
+    );
+  }
+  return {
+    files,
+    install: String(c.spec.kubernetesVersion ?? ""),
+    installer: args.get("rke2-installer")!,
+    probes: probeNames(m),
+    unit: server ? "rke2-server" : "rke2-agent",
+  };
+}
+
+/** store.go getPlanStatusReasonMessage. */
+function planStatusMessage(m: Machine): string {
+  if (!m.plan) {
+    if (isEtcd(m)) return "waiting for bootstrap etcd to be available";
+    if (isControlPlane(m)) return "waiting for etcd to be available";
+    return "waiting for control plane to be available";
+  }
+  if (m.appliedChecksum === undefined)
+    return "waiting for agent to check in and apply initial plan";
+  if (m.appliedChecksum !== m.planChecksum) return "waiting for plan to be applied";
+  const unhealthy = probeNames(m).filter((p) => !m.probes?.[p]);
+  if (unhealthy.length > 0) return `waiting for probes: ${unhealthy.sort().join(", ")}`;
+  return "";
+}
+
+/** planner.go reconcile for one tier: new machines get their plan at once; the tier blocks
+ * the next while any of its machines is out of sync. */
+function reconcileTier(
+  c: Cluster,
+  tier: string,
+  include: (m: Machine) => boolean,
+  exclude: (m: Machine) => boolean,
+  required: boolean,
+  joinServer: string,
+): void {
+  // "required" counts the included machines before the excluded ones are set aside.
+  const included = c.machines.filter(include);
+  if (required && included.length === 0) throw new Waiting(`waiting for at least one ${tier} node`);
+  const outOfSync: string[] = [];
+  const messages = new Map<string, string>();
+  for (const m of included.filter((x) => !exclude(x)).sort(byName)) {
+    const status = planStatusMessage(m);
+    if (!m.plan) {
+      m.plan = desiredPlan(c, m, joinServer);
+      m.planChecksum = sha256(JSON.stringify(m.plan));
+      outOfSync.push(m.name);
+      messages.set(m.name, status);
+    } else if (status !== "") {
+      outOfSync.push(m.name);
+      messages.set(m.name, status);
+    } else if (isControlPlane(m) && !c.agentConnected) {
+      outOfSync.push(m.name);
+      messages.set(m.name, "waiting for cluster agent to connect");
+    }
+  }
+  if (outOfSync.length > 0) {
+    const detail = outOfSync.length === 1 ? `: ${messages.get(outOfSync[0])}` : "";
+    throw new Waiting(`configuring ${tier} node(s) ${atMostThree(outOfSync)}${detail}`);
+  }
+}
+
+function setCondition(c: Cluster, type: string, status: Condition["status"], message = "") {
+  const reason = status === "Unknown" ? "Waiting" : "";
+  const old = c.conditions.find((x) => x.type === type);
+  if (old && old.status === status && old.message === message) return;
+  const next = { type, status, reason, message, lastUpdateTime: new Date().toISOString() };
+  c.conditions = [...c.conditions.filter((x) => x.type !== type), next];
+}
+
+/** planner.go Process and fullReconcile, then the conditions the management cluster gets. */
+function reconcile(c: Cluster): void {
+  try {
+    const all = c.machines;
+    if (!all.some(isEtcd) || !all.some(isControlPlane) || !all.some(isWorker))
+      throw new Waiting(
+        "waiting for at least one control plane, etcd, and worker node to be registered",
+      );
+    // initnode.go electInitNode: the first etcd machine by name, kept once elected.
+    if (!c.initNode || !all.some((m) => m.name === c.initNode))
+      c.initNode = all.filter(isEtcd).sort(byName)[0].name;
+    const init = all.find((m) => m.name === c.initNode)!;
+    const isInit = (m: Machine) => m === init;
+    reconcileTier(c, "bootstrap", isEtcd, (m) => !isInit(m), true, "-");
+    if (!init.joinUrl) throw new Waiting("waiting for join url to be available on bootstrap node");
+    reconcileTier(c, "etcd", isEtcd, isInit, true, init.joinUrl);
+    reconcileTier(c, "control plane", isControlPlane, isInit, true, init.joinUrl);
+    if (!all.some((m) => isControlPlane(m) && m.joinUrl))
+      throw new Waiting("waiting for control plane to be available");
+    if (!c.controlPlaneInitialized) {
+      c.controlPlaneInitialized = true;
+      throw new Waiting("marking control plane as initialized");
+    }
+    const cpJoin = all.find((m) => isControlPlane(m) && m.joinUrl)!.joinUrl!;
+    reconcileTier(c, "worker", isOnlyWorker, isInit, false, cpJoin);
+    setCondition(c, "Updated", "True");
+    setCondition(c, "Provisioned", "True");
+  } catch (err) {
+    if (!(err instanceof Waiting)) throw err;
+    setCondition(c, "Updated", "Unknown", err.message);
+    if (err.message.startsWith("waiting for at least one control plane"))
+      setCondition(c, "Provisioned", "Unknown", err.message);
+    else setCondition(c, "Provisioned", "True");
+  }
+  setCondition(c, "Connected", c.agentConnected ? "True" : "False");
+  const ready = c.conditions.find((x) => x.type === "Updated")?.status === "True";
+  setCondition(c, "Ready", ready && c.agentConnected ? "True" : "Unknown");
+  save();
+}
+
+function state(c: Cluster): string {
+  const ready = c.conditions.find((x) => x.type === "Ready")?.status === "True";
+  return ready ? "active" : "provisioning";
+}
+
+function view(c: Cluster) {
+  reconcile(c);
+  return {
+    id: c.id,
+    type: "cluster",
+    name: c.name,
+    state: state(c),
+    conditions: c.conditions,
+    spec: c.spec,
+    registrationToken: { token: c.registrationToken, ...nodeCommands(c) },
+  };
+}
+
+// --- Kubernetes objects through Rancher's proxy ---------------------------------------------------
+
+function planSecret(c: Cluster, m: Machine) {
+  const b64 = (s: string) => Buffer.from(s).toString("base64");
+  const data: Record<string, string> = {};
+  if (m.plan) data.plan = b64(JSON.stringify(m.plan));
+  if (m.appliedChecksum) data["applied-checksum"] = b64(m.appliedChecksum);
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    type: "rke.cattle.io/machine-plan",
+    metadata: {
+      name: `${m.name}-machine-plan`,
+      namespace: NAMESPACE,
+      labels: {
+        "rke.cattle.io/cluster-name": c.name,
+        "cluster.x-k8s.io/cluster-name": c.name,
+        "rke.cattle.io/machine-name": m.name,
+        "rke.cattle.io/machine-id": m.machineId,
+      },
+    },
+    data,
+  };
+}
+
+function kubeconfigFor(m: Machine): string {
+  const ca = Buffer.from(cacertsSetting).toString("base64");
+  return [
+    "apiVersion: v1",
+    "kind: Config",
+    "clusters:",
+    "- cluster:",
+    `    certificate-authority-data: ${ca}`,
+    `    server: ${serverUrl}`,
+    "  name: agent",
+    "contexts:",
+    "- context:",
+    "    cluster: agent",
+    "    user: agent",
+    "  name: agent",
+    "current-context: agent",
+    "users:",
+    "- name: agent",
+    "  user:",
+    `    token: ${m.planToken}`,
+    "",
+  ].join("\n");
+}
+
+// --- HTTP --------------------------------------------------------------------------------------
+
 type Reply = (status: number, body: unknown, type?: string) => void;
+
+function bearer(headers: http.IncomingHttpHeaders): string {
+  return String(headers.authorization ?? "").replace(/^Bearer /, "");
+}
 
 function handle(
   method: string,
@@ -79,42 +393,108 @@ function handle(
   body: string,
   reply: Reply,
 ): void {
+  const route = url.split("?")[0].replace(/^\/k8s\/clusters\/local(?=\/)/, "");
   const file = (p: string, type: string) => reply(200, fs.readFileSync(p), type);
-  if (method === "GET" && url === "/healthz") return reply(200, "ok", "text/plain");
-  if (method === "GET" && url === "/cacerts") return file(path.join(dir, "ca.pem"), "text/plain");
-  if (method === "GET" && url === "/system-agent-install.sh")
+  if (method === "GET" && (route === "/healthz" || route === "/ping"))
+    return reply(200, route === "/ping" ? "pong" : "ok", "text/plain");
+  if (method === "GET" && route === "/cacerts") return reply(200, servedCacerts(), "text/plain");
+  if (method === "GET" && route === "/system-agent-install.sh")
     return file(args.get("installer")!, "text/plain");
-  if (method === "GET" && url === "/assets/rancher-system-agent")
+  if (method === "GET" && route === "/assets/rancher-system-agent")
     return file(args.get("agent")!, "application/octet-stream");
-  const json = (body ? JSON.parse(body) : {}) as Record<string, unknown>;
 
-  if (url.startsWith("/v3/connect/")) {
-    const cluster = clusters.find((c) => c.registrationToken === json.token);
-    if (!cluster) return reply(401, { message: "unknown registration token" });
-    const name = String(json.node);
-    let node = cluster.nodes.find((n) => n.name === name);
-    if (url === "/v3/connect/register" && method === "POST") {
-      const roles = (json.roles as string[]) ?? [];
-      if (!node) cluster.nodes.push((node = { name, roles, plan: "", ready: false }));
-      node.roles = roles;
-      node.plan = node.plan || planFor(cluster, roles, name);
-      save();
-      return reply(200, { plan: node.plan });
+  if (route === "/v3/connect/agent" && method === "GET") {
+    const c = clusters.find((x) => x.registrationToken === bearer(headers));
+    if (!c) return reply(401, { message: "unknown registration token" });
+    const machineId = String(headers["x-cattle-id"] ?? "");
+    if (!machineId) return reply(400, { message: "X-Cattle-Id is required" });
+    const name = `custom-${sha256(machineId).slice(0, 12)}`;
+    let m = c.machines.find((x) => x.name === name);
+    if (!m) {
+      const yes = (h: string) => String(headers[h] ?? "") === "true";
+      m = {
+        name,
+        machineId,
+        nodeName: String(headers["x-cattle-node-name"] ?? ""),
+        address: String(headers["x-cattle-address"] ?? ""),
+        roles: {
+          etcd: yes("x-cattle-role-etcd"),
+          controlplane: yes("x-cattle-role-control-plane"),
+          worker: yes("x-cattle-role-worker"),
+        },
+        planToken: randomBytes(24).toString("hex"),
+      };
+      c.machines.push(m);
     }
-    if (url === "/v3/connect/ready" && method === "POST" && node) {
-      node.ready = true;
-      if (cluster.initNode === name) cluster.state = "active";
-      save();
-      return reply(200, { state: cluster.state });
-    }
-    return reply(404, { message: "not found" });
+    reconcile(c);
+    return reply(200, {
+      namespace: NAMESPACE,
+      secretName: `${m.name}-machine-plan`,
+      kubeConfig: kubeconfigFor(m),
+    });
   }
 
-  if (!url.startsWith("/v3/clusters")) return reply(404, { message: "not found" });
-  if (headers.authorization !== `Bearer ${apiToken}`)
-    return reply(401, { message: "a valid API token is required" });
-  const id = url.split("/")[3];
+  if (route === "/v3/connect/register" && method === "POST") {
+    const c = clusters.find((x) => x.registrationToken === headers["x-api-tunnel-token"]);
+    if (!c) return reply(401, { message: "unknown token" });
+    c.agentConnected = true;
+    reconcile(c);
+    return reply(200, { connected: true });
+  }
+
+  // Deleting a custom machine (an administrator removing a reimaged node): the cluster forgets
+  // it, and an init node that goes is re-elected (initnode.go electInitNode).
+  const machineRoute =
+    /^\/apis\/cluster\.x-k8s\.io\/v1beta2\/namespaces\/([^/]+)\/machines\/([^/]+)$/.exec(route);
+  if (machineRoute && method === "DELETE") {
+    if (bearer(headers) !== apiToken) return reply(401, { message: "Unauthorized" });
+    const c = clusters.find((x) => x.machines.some((m) => m.name === machineRoute[2]));
+    if (!c || machineRoute[1] !== NAMESPACE) return reply(404, { message: "not found" });
+    c.machines = c.machines.filter((m) => m.name !== machineRoute[2]);
+    if (c.initNode === machineRoute[2]) c.initNode = undefined;
+    reconcile(c);
+    return reply(200, { kind: "Status", status: "Success" });
+  }
+
+  const secretRoute = /^\/api\/v1\/namespaces\/([^/]+)\/secrets\/([^/]+)$/.exec(route);
+  if (secretRoute) {
+    const [, ns, name] = secretRoute;
+    const owner = clusters
+      .flatMap((c) => c.machines.map((m) => ({ c, m })))
+      .find(({ m }) => ns === NAMESPACE && `${m.name}-machine-plan` === name);
+    const token = bearer(headers);
+    if (token !== apiToken && token !== owner?.m.planToken)
+      return reply(401, { kind: "Status", message: "Unauthorized", code: 401 });
+    if (!owner)
+      return reply(404, { kind: "Status", message: `secrets "${name}" not found`, code: 404 });
+    const { c, m } = owner;
+    if (method === "PUT") {
+      // The agent's report: the checksum of the plan it applied and its probes' results.
+      const sent = JSON.parse(body) as { data?: Record<string, string> };
+      const field = (k: string) =>
+        sent.data?.[k] ? Buffer.from(sent.data[k], "base64").toString() : undefined;
+      m.appliedChecksum = field("applied-checksum") ?? m.appliedChecksum;
+      const probes = field("probe-statuses");
+      if (probes) m.probes = JSON.parse(probes) as Record<string, boolean>;
+      const address = field("address");
+      if (address && !m.address) m.address = address;
+      if (
+        (isEtcd(m) || isControlPlane(m)) &&
+        m.appliedChecksum === m.planChecksum &&
+        planStatusMessage(m) === "" &&
+        m.address
+      )
+        m.joinUrl = `https://${m.address}:9345`;
+      reconcile(c);
+    } else if (method !== "GET") return reply(405, { message: "method not allowed" });
+    return reply(200, planSecret(c, m));
+  }
+
+  if (!route.startsWith("/v3/clusters")) return reply(404, { message: "not found" });
+  if (bearer(headers) !== apiToken) return reply(401, { message: "a valid API token is required" });
+  const id = route.split("/")[3];
   const cluster = clusters.find((c) => c.id === id);
+  const json = (body ? JSON.parse(body) : {}) as Record<string, unknown>;
   if (method === "POST" && id === undefined) {
     const name = String(json.name);
     let created = clusters.find((c) => c.name === name);
@@ -123,12 +503,14 @@ function handle(
         id: `c-m-${randomBytes(4).toString("hex")}`,
         name,
         spec: json,
-        registrationToken: randomBytes(24).toString("hex"),
-        state: "pending",
-        nodes: [],
+        registrationToken: randomBytes(27).toString("hex").slice(0, 54),
+        rke2Token: randomBytes(24).toString("hex"),
+        machines: [],
+        controlPlaneInitialized: false,
+        agentConnected: false,
+        conditions: [],
       };
       clusters.push(created);
-      save();
     }
     return reply(201, view(created));
   }
@@ -136,7 +518,6 @@ function handle(
   if (method === "GET") return reply(200, view(cluster));
   if (method === "PUT") {
     cluster.spec = json;
-    save();
     return reply(200, view(cluster));
   }
   if (method === "DELETE") {
