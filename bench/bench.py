@@ -241,6 +241,96 @@ def dns_rows(rows, baseline):
     return out
 
 
+def dns_api_rows(rows):
+    out = []
+    labels = {
+        "kubernetes-fqdn": "kubernetes.default.svc.cluster.local (a Service name, 4 dots < ndots:5, so the search list is walked first)",
+        "service-short": "a Service the bench creates with kubectl, by its short name through the search list",
+        "rancher-search": "the Rancher name (ai-ear.cn) through the search list",
+    }
+    for r in rows:
+        d = r.get("lookups") or {}
+        failures = d.get("failed", 0) + d.get("wrong_answers", 0)
+        ok = d.get("p99_ms") is not None and d["p99_ms"] < 50 and failures == 0
+        answers = ", ".join(sorted(d.get("answers") or {})) or "-"
+        result = (
+            f"p50 {fmt_ms(d.get('p50_ms'))}, p99 {fmt_ms(d.get('p99_ms'))} ({d.get('count')} lookups, one after "
+            f"another, via {r.get('resolver')}{f', {failures} failed or wrong' if failures else ''}); answer {answers}"
+        )
+        out.append(
+            (
+                "1b DNS path, kubernetes plugin",
+                labels.get(r["case"], r["case"]),
+                result,
+                "p99 < 50 ms, every answer right",
+                verdict(ok),
+                r["command"],
+            )
+        )
+    return out
+
+
+def hcc_drift_rows(rows):
+    out = []
+    for r in rows:
+        med, text = runs_summary(r)
+        rcs = r.get("rc") or []
+        if r["case"] == "clean":
+            label, target = "drift check, nothing edited", "exit 0 (no changes)"
+            ok = bool(rcs) and all(c == 0 for c in rcs)
+            text = text.replace(" FAILED", " found changes")
+        elif r["case"] == "edited":
+            label, target = "drift check after a kubectl patch of the HelmChartConfig", "exit non-zero, rke2-coredns named"
+            named = r.get("names_rke2_coredns") or []
+            ok = bool(rcs) and all(c != 0 for c in rcs) and bool(named) and all(named)
+            text = f"median {fmt_ms(med)} of {len(rcs)} ({', '.join(fmt_ms(m) for m in r.get('wall_ms') or [])}); exit codes {rcs}"
+            text += "; rke2-coredns named in every run" if ok else f"; rke2-coredns named: {named}"
+        else:
+            label, target = "pulumi up --refresh repairing the edit", "exit 0"
+            ok = bool(rcs) and all(c == 0 for c in rcs)
+        out.append(("1c HelmChartConfig drift check", label, text + cpu_text(r), target, verdict(ok), r["command"]))
+    return out
+
+
+# Record sections each bench/run section writes.
+RUN_SECTIONS = {
+    "dns": ("dns",),
+    "kubeapi": ("dns-api", "hcc-drift"),
+    "converge": ("converge", "drift"),
+    "scale": ("scale",),
+    "joingate": ("joingate",),
+}
+
+
+def carry_previous(rows, meta, previous_path):
+    """Rows and load figures of the sections this run did not measure, from the previous results."""
+    if not previous_path or not os.path.exists(previous_path):
+        return rows, []
+    prev = load(previous_path)
+    measured = set()
+    for name in meta.get("sections", "").split():
+        measured.update(RUN_SECTIONS.get(name, (name,)))
+        if name == "dns":
+            measured.update(RUN_SECTIONS["kubeapi"])
+    kept = [r for r in prev.get("measurements", []) if r["section"] not in measured]
+    if not kept:
+        return rows, []
+    pmeta = prev.get("meta", {})
+    when = pmeta.get("carried_from") or f"{pmeta.get('date')} ({pmeta.get('source')})"
+    for r in kept:
+        r.setdefault("measured_on", when)
+    dates = sorted({r["measured_on"] for r in kept})
+    sections = sorted({r["section"] for r in kept})
+    ran = set(meta.get("sections", "").split()) | ({"kubeapi"} if "dns" in meta.get("sections", "").split() else set())
+    meta["load"] = list(meta.get("load", [])) + [
+        f"{entry} (earlier run)" if "(earlier run)" not in entry else entry
+        for entry in pmeta.get("load", [])
+        if entry.split()[0] not in ran
+    ]
+    notes = [f"Rows of {', '.join(sections)} are carried over from the earlier run of {'; '.join(dates)}; this run did not measure them."]
+    return rows + kept, notes
+
+
 def runs_summary(r):
     ms = r.get("wall_ms") or []
     rcs = r.get("rc") or []
@@ -394,6 +484,7 @@ def cmd_report(args):
             if line.strip():
                 rows.append(json.loads(line))
     meta = load(args.meta)
+    rows, carried = carry_previous(rows, meta, args.previous)
     by_section = collections.defaultdict(list)
     for r in rows:
         by_section[r["section"]].append(r)
@@ -403,6 +494,8 @@ def cmd_report(args):
     )
     table = []
     table += dns_rows(by_section["dns"], baseline)
+    table += dns_api_rows(by_section["dns-api"])
+    table += hcc_drift_rows(by_section["hcc-drift"])
     table += scaling_rows(
         [r for r in by_section["converge"]],
         "2 Convergence scaling",
@@ -419,7 +512,7 @@ def cmd_report(args):
     table += joingate_rows(by_section["joingate"])
 
     missed = [t for t in table if "**" in t[4]]
-    notes = []
+    notes = list(carried)
     for section, label in (("converge", "pulumi up"), ("drift", "the drift check")):
         by_n = {r["nodes"]: r for r in by_section[section]}
         if len(by_n) < 2:
@@ -482,6 +575,9 @@ def cmd_report(args):
         "lab() { bash test/lab/lab \"$@\"; }   # the lab script, as `npm run lab --` runs it",
         "```",
         "",
+    ]
+    lines += [f"{note}" for note in carried] + ([""] if carried else [])
+    lines += [
         "| benchmark | case | result | target | verdict | command |",
         "|---|---|---|---|---|---|",
     ]
@@ -494,7 +590,7 @@ def cmd_report(args):
         for t in missed:
             lines.append(f"- {t[0]}, {t[1]}: {t[2]}")
         lines += ["", "Measured reasons:", ""]
-        lines += [f"- {note}" for note in notes]
+        lines += [f"- {note}" for note in notes[len(carried):]]
     else:
         lines.append("- none")
     with open(args.md_out, "w", encoding="utf8") as f:
@@ -538,6 +634,7 @@ def main():
     p.add_argument("--meta", required=True)
     p.add_argument("--json-out", required=True)
     p.add_argument("--md-out", required=True)
+    p.add_argument("--previous", help="results.json of an earlier run: sections not measured now are kept from it")
     p.set_defaults(func=cmd_report)
     args = parser.parse_args()
     args.func(args)

@@ -2,9 +2,10 @@
 /**
  * Stack files for bench/run.
  *
- *   node bench/stacks.mjs subset --template <stack yaml> --first 5 --out <yaml>
+ *   node bench/stacks.mjs subset --template <stack yaml> --first 5 [--rke2-servers true] --out <yaml>
  *     The lab's stack with only its first N nodes (in the order RKE2R_LAB_NODES lists them); deploys libvirt DNS records, node
- *     preparation (with the server ports preflight) and cluster DNS, no RKE2 and no Rancher. Without
+ *     preparation (with the server ports preflight) and cluster DNS, no Rancher, and RKE2 on the
+ *     management servers only with --rke2-servers true (their apiserver then runs). Without
  *     a downstream etcd and control-plane node the `rancher` key is dropped (uat1 needs both).
  *     Encryption salt and secrets are kept, so the stack's secrets still decrypt.
  *
@@ -65,7 +66,7 @@ function subset(f) {
   config[`${NS}:deploy`] = {
     libvirtDnsRecords: true,
     nodePreparation: true,
-    rke2Servers: false,
+    rke2Servers: f["rke2-servers"] === "true",
     clusterDns: true,
     rancherClusters: false,
   };

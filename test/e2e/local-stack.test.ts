@@ -19,7 +19,7 @@ import {
   unitState,
 } from "../real/lab";
 import { runScript } from "../../components/ssh/run-script";
-import { inNamespace, nodeConnection } from "../real/lab";
+import { createClusterIpService, inNamespace, nodeConnection } from "../real/lab";
 
 const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
 /** A later release than the lab stack's, for the rolling upgrade. */
@@ -301,15 +301,7 @@ describe("pulumi CLI on the local stack", function () {
   });
 
   it("cluster DNS on the real kubernetes plugin: a pod resolves kubernetes.default and a new Service through node-local DNS, CoreDNS and the apiserver; seed 000's fix breaks both", () => {
-    const svc = kubectl(
-      "-n",
-      "default",
-      "create",
-      "service",
-      "clusterip",
-      "dns-path-check",
-      "--tcp=80:80",
-    );
+    const svc = createClusterIpService(kubectl, "dns-path-check");
     assert.equal(svc.status, 0, svc.stderr);
     const ipOf = (name: string) =>
       kubectl(

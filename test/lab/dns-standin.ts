@@ -1,7 +1,8 @@
 /**
  * Prepares the lab's cluster DNS from what `render` wrote for the stack. With `--kubeconfig`, the
- * CoreDNS `kubernetes` plugin runs for real against the management cluster's kube-apiserver (which
- * exists once RKE2's stand-in runs on the management servers): the kubeconfig is added to its block,
+ * CoreDNS `kubernetes` plugin runs for real against a real kube-apiserver (the management
+ * cluster's, which exists once RKE2's stand-in runs on the management servers, or the control plane
+ * the lab starts for the pods' own cluster): the kubeconfig is added to its block,
  * as a CoreDNS outside the cluster connects (coredns/coredns@v1.14.7 plugin/kubernetes/README.md,
  * `kubeconfig KUBECONFIG [CONTEXT]`). Without it (no apiserver yet), stand-in: the plugin is
  * replaced by a `file` plugin serving a few `*.<cluster domain>` names from a zone file. Every
@@ -167,6 +168,7 @@ function main(argv: readonly string[]): void {
   console.log(`CLUSTER_NAME=${cluster.name}`);
   console.log(`CLUSTER_DNS_IP=${cluster.clusterDnsIp}`);
   console.log(`CLUSTER_DOMAIN=${cluster.clusterDomain}`);
+  console.log(`CLUSTER_SERVICE_CIDR=${cluster.serviceCidr}`);
   console.log(`NODELOCAL_ENABLED=${nodeLocal ? "true" : "false"}`);
   console.log(`NODELOCAL_IP=${model.dns.nodeLocal.ip}`);
   console.log(`NODELOCAL_IPVS=${cluster.kubeProxyMode === "ipvs"}`);

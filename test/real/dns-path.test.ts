@@ -1,6 +1,9 @@
 /**
  * Seed 000 on real CoreDNS and the real libvirt dnsmasq: the estate as found stalls a pod's
  * lookup of the Rancher name; the rendered fix answers it at once and keeps cluster DNS intact.
+ * With the fix and with seed 000's own fix, cluster names come from CoreDNS's real `kubernetes`
+ * plugin reading a real kube-apiserver (`lab dns MODE cluster-api`: the control plane of the
+ * pods' own cluster, real etcd and kube-apiserver, which the lab starts without pulumi).
  */
 import * as assert from "assert/strict";
 import * as fs from "fs";
@@ -15,11 +18,29 @@ import { corednsClusterDomainReachesKubernetes } from "../../policy/policies/cor
 import { nodeLocalCarriesFixZones } from "../../policy/policies/nodelocal-carries-fix-zones";
 import { HELM_CHART_CONFIG_TYPE } from "../../policy/policies/resource-types";
 import { resource } from "../policy/util";
-import { inNamespace, lab, LAB_DIR, LAB_STACK, labNs, REPO, run } from "./lab";
+import {
+  createClusterIpService,
+  inNamespace,
+  lab,
+  LAB_DIR,
+  LAB_STACK,
+  labNs,
+  REPO,
+  run,
+} from "./lab";
 
 const SEED_FIXTURE = path.join(REPO, "test", "fixtures", "seed-000-helmchartconfig.yaml");
 
 const POD = labNs("pod");
+
+/** The real kubectl on the pods' own cluster's real apiserver (`lab dns MODE cluster-api`). */
+const kubectl = (...args: string[]) =>
+  run("kubectl", [
+    "--kubeconfig",
+    path.join(LAB_DIR, "kube", "cluster-api.kubeconfig"),
+    "--request-timeout=10s",
+    ...args,
+  ]);
 
 function getent(name: string) {
   return inNamespace(POD, ["getent", "ahosts", name], 60000);
@@ -48,7 +69,7 @@ function dig(server: string, name: string, type = "A", extra: string[] = []) {
 
 const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
 
-describe("cluster DNS path (real CoreDNS, real dnsmasq)", function () {
+describe("cluster DNS path (real CoreDNS and its kubernetes plugin on a real kube-apiserver, real dnsmasq)", function () {
   this.timeout(180000);
   const env = () =>
     Object.fromEntries(
@@ -85,7 +106,20 @@ describe("cluster DNS path (real CoreDNS, real dnsmasq)", function () {
   });
 
   describe("with the rendered fix", () => {
-    before(() => assert.equal(lab("dns", "stack").status, 0));
+    before(async () => {
+      const up = lab("dns", "stack", "cluster-api");
+      assert.equal(up.status, 0, up.stderr);
+      // A Service of the cluster, created with the real kubectl; the plugin learns it by its watch.
+      const svc = createClusterIpService(kubectl, "my-svc");
+      assert.ok(svc.status === 0 || /already exists/i.test(svc.stderr), svc.stderr);
+      const { CLUSTER_DNS_IP, CLUSTER_DOMAIN } = env();
+      for (let i = 0; i < 50; i++) {
+        if (dig(CLUSTER_DNS_IP, `my-svc.default.svc.${CLUSTER_DOMAIN}`).status === "NOERROR")
+          return;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      assert.fail("CoreDNS's kubernetes plugin never answered my-svc");
+    });
 
     it("a pod's relative lookup of ai-ear.cn returns the three servers without a timeout", () => {
       const r = getent("ai-ear.cn");
@@ -126,7 +160,7 @@ describe("cluster DNS path (real CoreDNS, real dnsmasq)", function () {
   });
 
   describe("the seed's own fix (its HelmChartConfig, rendered by the chart)", () => {
-    before(() => assert.equal(lab("dns", "seed").status, 0));
+    before(() => assert.equal(lab("dns", "seed", "cluster-api").status, 0));
     after(() => assert.equal(lab("dns", "stack").status, 0));
 
     it("answers ai-ear.cn, but NXDOMAIN for every cluster service, and the policy flags it", async () => {

@@ -72,6 +72,11 @@ export function inNamespace(ns: string, args: readonly string[], timeoutMs = 600
   return run("ip", ["netns", "exec", ns, ...args], timeoutMs);
 }
 
+/** `kubectl create service clusterip NAME --tcp=80:80` in namespace default, with the given kubectl. */
+export function createClusterIpService(kubectl: (...args: string[]) => Ran, name: string): Ran {
+  return kubectl("-n", "default", "create", "service", "clusterip", name, "--tcp=80:80");
+}
+
 export function lab(...args: string[]): Ran {
   return run("bash", [path.join(REPO, "test", "lab", "lab"), ...args], 120000);
 }
