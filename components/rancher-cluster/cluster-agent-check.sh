@@ -29,7 +29,8 @@ fi
 # (kubernetes/kubernetes pkg/kubelet/network/dns/dns.go). The node's /etc/hosts is no pod's.
 node_search="$(awk '$1 == "search" || $1 == "domain" { for (i = 2; i <= NF; i++) printf "%s ", $i }' /etc/resolv.conf 2>/dev/null)"
 dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
+# Only the files written below go; the directory is removed only when empty.
+trap 'rm -f "$dir/resolv.conf" "$dir/hosts" "$dir/err"; rmdir "$dir" 2>/dev/null || true' EXIT
 {
   echo "nameserver $NAMESERVER"
   echo "search cattle-system.svc.$CLUSTER_DOMAIN svc.$CLUSTER_DOMAIN $CLUSTER_DOMAIN $node_search"
