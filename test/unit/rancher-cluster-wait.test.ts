@@ -25,7 +25,7 @@ describe("Rancher cluster wait", () => {
       assert.equal(p.message, `Updated: ${SANE}`);
     });
 
-    it("prefers the Updated condition's message, and is not done while Ready is False", () => {
+    it("without an Updated condition, reports Ready's message and is not done while Ready is False", () => {
       const p = clusterProgress({
         state: "active",
         conditions: [
