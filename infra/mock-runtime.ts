@@ -1,23 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
+import type { RecordedResource } from "../components/model";
+export type { RecordedResource };
 import { rancherCaChecksum, rancherNodeCommand } from "../components/rancher-cluster/registration";
-
-/** A resource the program registered, with what policies and component tests look at. */
-export interface RecordedResource {
-  readonly urn: string;
-  readonly type: string;
-  readonly name: string;
-  readonly custom: boolean;
-  readonly parent: string;
-  readonly inputs: Record<string, unknown>;
-  /** URNs from `dependsOn` and from inputs that are outputs of other resources. */
-  readonly dependencies: readonly string[];
-  readonly propertyDependencies: Readonly<Record<string, readonly string[]>>;
-  readonly protect: boolean;
-  readonly retainOnDelete: boolean;
-  readonly ignoreChanges: readonly string[];
-  readonly additionalSecretOutputs: readonly string[];
-  readonly provider: string;
-}
 
 interface RegisterRequest {
   getType(): string;

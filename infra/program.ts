@@ -17,7 +17,7 @@ import {
   nodesOfCluster,
   RancherSettings,
   serversOf,
-} from "./config/model";
+} from "../components/model";
 import { EnvironmentSecrets } from "./config/load";
 
 export interface EnvironmentOutputs {

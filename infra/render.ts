@@ -33,7 +33,7 @@ import {
   EnvironmentModel,
   MANAGEMENT_CLUSTER,
   serversOf,
-} from "./config/model";
+} from "../components/model";
 
 export type ArtifactKind =
   | "libvirt-dns-host-xml"

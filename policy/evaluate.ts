@@ -10,7 +10,7 @@ import {
   ResourceValidationPolicy,
   StackValidationPolicy,
 } from "@pulumi/policy";
-import type { RecordedResource } from "../infra/mock-runtime";
+import type { RecordedResource } from "../components/model";
 
 export interface Violation {
   readonly policy: string;

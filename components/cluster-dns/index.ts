@@ -10,7 +10,7 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { ClusterSettings, DnsSettings, NodeSpec } from "../../infra/config/model";
+import { ClusterSettings, DnsSettings, NodeSpec } from "../model";
 import { RemoteFile } from "../remote-file";
 import { CorednsChartValues } from "./chart";
 import { RELEASE_TABLE_MODULE } from "./chart-releases";

@@ -1,5 +1,5 @@
 import * as YAML from "yaml";
-import { ClusterSettings, DnsSettings } from "../../infra/config/model";
+import { ClusterSettings, DnsSettings } from "../model";
 import { CorednsChartValues } from "./chart";
 import { dnsKubeletArgs, renderChartValuesYaml } from "./values";
 

@@ -14,7 +14,7 @@
  * validation (`dns.upstreamResolvers`).
  */
 import * as pulumi from "@pulumi/pulumi";
-import { NodeSpec } from "../../infra/config/model";
+import { NodeSpec } from "../model";
 import { componentFile } from "../assets";
 import * as ssh from "../ssh/run-script";
 import { pinnedTarget, PinnedTarget } from "../ssh/run-script";

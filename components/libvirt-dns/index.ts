@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { SshEndpoint } from "../../infra/config/model";
+import { SshEndpoint } from "../model";
 import { componentFile } from "../assets";
 import { pinnedTarget } from "../ssh/run-script";
 import { libvirtDnsProvider, LibvirtDnsState } from "./provider";

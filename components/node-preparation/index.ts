@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { Cni, KubeProxyMode, NodeSpec } from "../../infra/config/model";
+import { Cni, KubeProxyMode, NodeSpec } from "../model";
 import { componentFile } from "../assets";
 import { pinnedTarget } from "../ssh/run-script";
 import { nodePreparationProvider } from "./provider";

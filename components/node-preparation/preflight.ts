@@ -4,7 +4,7 @@
  * checks again, so a REJECT rule that comes back shows up on refresh.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { NodeSpec } from "../../infra/config/model";
+import { NodeSpec } from "../model";
 import { componentFile } from "../assets";
 import * as ssh from "../ssh/run-script";
 import { pinnedTarget, PinnedTarget } from "../ssh/run-script";

@@ -20,7 +20,7 @@ import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import * as rancher2 from "@pulumi/rancher2";
 import * as YAML from "yaml";
-import { DownstreamClusterSpec, NodeSpec } from "../../infra/config/model";
+import { DownstreamClusterSpec, NodeSpec } from "../model";
 import { componentFile } from "../assets";
 import { clusterWideRke2Settings } from "../rke2-cluster/config";
 import { joinGateProvider } from "../rke2-cluster/provider";

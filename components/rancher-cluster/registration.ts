@@ -3,7 +3,7 @@
  * role flags, the CA checksum, and the parsing and checks of Rancher's node command.
  */
 import { createHash } from "crypto";
-import { DownstreamRole, NodeSpec } from "../../infra/config/model";
+import { DownstreamRole, NodeSpec } from "../model";
 
 /**
  * Where a node stands in the registration order. Rancher's planner decides who gets a plan

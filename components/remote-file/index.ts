@@ -4,7 +4,7 @@
  * itself, such as manifests in /var/lib/rancher/rke2/server/manifests.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { SshEndpoint } from "../../infra/config/model";
+import { SshEndpoint } from "../model";
 import { componentFile } from "../assets";
 import * as ssh from "../ssh/run-script";
 import { pinnedTarget, PinnedTarget } from "../ssh/run-script";

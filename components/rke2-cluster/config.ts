@@ -1,5 +1,5 @@
 import * as YAML from "yaml";
-import { ClusterSettings, NodeSpec } from "../../infra/config/model";
+import { ClusterSettings, NodeSpec } from "../model";
 
 /**
  * Where joining servers and agents register (`server: https://<it>:9345`): the stack's fixed

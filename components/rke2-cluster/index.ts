@@ -16,7 +16,7 @@
  */
 import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
-import { ClusterSettings, NodeSpec } from "../../infra/config/model";
+import { ClusterSettings, NodeSpec } from "../model";
 import { componentFile } from "../assets";
 import { RemoteFile } from "../remote-file";
 import { pinnedTarget } from "../ssh/run-script";

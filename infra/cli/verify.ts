@@ -7,7 +7,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { allPolicies } from "../../policy/policies";
 import { evaluatePolicies, Violation } from "../../policy/evaluate";
 import { rawConfigFromStackFile, stackFilePath } from "../config/load";
-import { SECRET_KEYS } from "../config/model";
+import { SECRET_KEYS } from "../../components/model";
 import { CONFIG_NAMESPACE, validateEnvironment } from "../config/validate";
 import { recordProgram } from "../mock-runtime";
 import { deployEnvironment } from "../program";

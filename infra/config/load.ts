@@ -2,7 +2,7 @@ import * as fs from "fs";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
-import { SECRET_KEYS, SecretKey } from "./model";
+import { SECRET_KEYS, SecretKey } from "../../components/model";
 import { CONFIG_NAMESPACE, RawStackConfig } from "./validate";
 
 /** Where stack files live, as Pulumi.yaml's stackConfigDir says. */

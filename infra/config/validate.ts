@@ -16,8 +16,15 @@ import {
   RancherSettings,
   SECRET_KEYS,
   SshEndpoint,
-} from "./model";
-import { Cidr, cidrContains, cidrsOverlap, isIpv4, nthAddress, parseCidr } from "./net";
+} from "../../components/model";
+import {
+  Cidr,
+  cidrContains,
+  cidrsOverlap,
+  isIpv4,
+  nthAddress,
+  parseCidr,
+} from "../../components/model";
 import { ConfigProblem, ConfigValidationError } from "./problems";
 import { closest, ConfigReader, editDistance } from "./reader";
 import {

@@ -1,5 +1,5 @@
 import { ResourceValidationPolicy } from "@pulumi/policy";
-import { cidrContains, parseCidr } from "../../infra/config/net";
+import { cidrContains, parseCidr } from "../../components/model";
 import { LIBVIRT_DNS_TYPE } from "./resource-types";
 
 export const libvirtDnsRecordInSubnet: ResourceValidationPolicy = {

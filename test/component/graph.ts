@@ -1,4 +1,4 @@
-import { RecordedResource } from "../../infra/mock-runtime";
+import type { RecordedResource } from "../../components/model";
 
 /** Every URN a resource waits for, through dependencies and parents. */
 export function waitsFor(

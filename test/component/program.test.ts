@@ -2,7 +2,7 @@ import * as assert from "assert/strict";
 import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
 import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
-import { EnvironmentModel } from "../../infra/config/model";
+import { EnvironmentModel } from "../../components/model";
 import { loadEnvironmentModel } from "../../infra/config/validate";
 import { recordProgram, RecordedResource } from "../../infra/mock-runtime";
 import { deployEnvironment } from "../../infra/program";

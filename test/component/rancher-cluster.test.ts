@@ -4,7 +4,7 @@ import * as YAML from "yaml";
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
 import { renderRancherChartValues } from "../../components/cluster-dns/manifests";
 import { rancherCaChecksum } from "../../components/rancher-cluster";
-import { EnvironmentModel, NodeSpec } from "../../infra/config/model";
+import { EnvironmentModel, NodeSpec } from "../../components/model";
 import { loadEnvironmentModel } from "../../infra/config/validate";
 import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
 import { recordProgram, RecordedResource } from "../../infra/mock-runtime";

@@ -27,7 +27,7 @@ import {
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
 import * as YAML from "yaml";
 import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
-import { ClusterSettings } from "../../infra/config/model";
+import { ClusterSettings } from "../../components/model";
 import { loadEnvironmentModel } from "../../infra/config/validate";
 import { parseFlags } from "../../infra/cli/args";
 

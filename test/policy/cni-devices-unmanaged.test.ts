@@ -1,5 +1,5 @@
 import { renderUnmanagedDevicesConfig } from "../../components/node-preparation/render";
-import { DEFAULT_UNMANAGED_DEVICES } from "../../infra/config/model";
+import { DEFAULT_UNMANAGED_DEVICES } from "../../components/model";
 import { cniDevicesUnmanaged } from "../../policy/policies/cni-devices-unmanaged";
 import { NODE_PREPARATION_TYPE } from "../../policy/policies/resource-types";
 import { assertNoViolations, assertViolation, resource } from "./util";

@@ -7,7 +7,7 @@ import {
   helmChartConfigObject,
 } from "../../components/cluster-dns/manifests";
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
-import { RecordedResource } from "../../infra/mock-runtime";
+import type { RecordedResource } from "../../components/model";
 import { HELM_CHART_CONFIG_TYPE, NETWORK_POLICY_TYPE } from "../../policy/policies/resource-types";
 import { labModel } from "./stack-fixture";
 import { resource } from "./util";

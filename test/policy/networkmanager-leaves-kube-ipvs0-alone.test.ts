@@ -1,4 +1,4 @@
-import { DEFAULT_UNMANAGED_DEVICES } from "../../infra/config/model";
+import { DEFAULT_UNMANAGED_DEVICES } from "../../components/model";
 import { renderUnmanagedDevicesConfig } from "../../components/node-preparation/render";
 import { networkManagerLeavesKubeIpvs0Alone as policy } from "../../policy/policies/networkmanager-leaves-kube-ipvs0-alone";
 import { NODE_PREPARATION_TYPE } from "../../policy/policies/resource-types";

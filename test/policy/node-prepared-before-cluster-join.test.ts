@@ -4,7 +4,7 @@ import {
   RANCHER_NODE_REGISTRATION_TYPE,
   REMOTE_COMMAND_TYPE,
 } from "../../policy/policies/resource-types";
-import { RecordedResource } from "../../infra/mock-runtime";
+import type { RecordedResource } from "../../components/model";
 import { assertNoViolations, assertViolation, resource } from "./util";
 
 const connection = { host: "192.168.122.21", user: "root" };

@@ -1,6 +1,6 @@
 import { ANNOTATIONS } from "../../components/cluster-dns/manifests";
 import { nodeLocalCarriesFixZones as policy } from "../../policy/policies/nodelocal-carries-fix-zones";
-import { RecordedResource } from "../../infra/mock-runtime";
+import type { RecordedResource } from "../../components/model";
 import { assertNoViolations, assertViolation } from "./util";
 import { compliantValues, helmChartConfig } from "./dns-fixture";
 import { clusterV2 } from "./rancher-fixture";

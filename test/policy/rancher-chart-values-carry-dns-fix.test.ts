@@ -3,7 +3,7 @@ import { renderRancherChartValues } from "../../components/cluster-dns/manifests
 import { CorednsChartValues, CorednsPlugin } from "../../components/cluster-dns/chart";
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
 import { RANCHER_CLUSTER_TYPE } from "../../policy/policies/resource-types";
-import { RecordedResource } from "../../infra/mock-runtime";
+import type { RecordedResource } from "../../components/model";
 import { seedValues } from "./dns-fixture";
 import {
   changed,

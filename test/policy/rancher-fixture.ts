@@ -12,7 +12,7 @@ import {
   rancherCaChecksum,
   rancherNodeCommand,
 } from "../../components/rancher-cluster/registration";
-import { RecordedResource } from "../../infra/mock-runtime";
+import type { RecordedResource } from "../../components/model";
 import {
   LIBVIRT_DNS_TYPE,
   RANCHER_CLUSTER_SYNC_TYPE,

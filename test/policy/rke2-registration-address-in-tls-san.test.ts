@@ -5,7 +5,7 @@ import {
   RKE2_NODE_START_TYPE,
 } from "../../policy/policies/resource-types";
 import * as YAML from "yaml";
-import { RecordedResource } from "../../infra/mock-runtime";
+import type { RecordedResource } from "../../components/model";
 import { assertNoViolations, assertViolation, resource } from "./util";
 
 const VIP = "rke2.example.com";

@@ -1,7 +1,7 @@
 import * as assert from "assert/strict";
 import { Policy } from "@pulumi/policy";
 import { evaluatePolicies, Violation } from "../../policy/evaluate";
-import { RecordedResource } from "../../infra/mock-runtime";
+import type { RecordedResource } from "../../components/model";
 
 /** A recorded resource of the given type with the given props, for one policy case. */
 export function resource(

@@ -14,7 +14,7 @@ import {
 } from "../../components/node-preparation/provider";
 import { renderUnmanagedDevicesConfig } from "../../components/node-preparation/render";
 import { runScript } from "../../components/ssh/run-script";
-import { DEFAULT_UNMANAGED_DEVICES } from "../../infra/config/model";
+import { DEFAULT_UNMANAGED_DEVICES } from "../../components/model";
 import { parsePortChecks, PortCheck } from "../../components/node-preparation/preflight";
 import { inNamespace, lab, labNs, nodeConnection, nodeFile, ruleset, unitState } from "./lab";
 

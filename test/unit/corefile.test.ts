@@ -1,6 +1,6 @@
 import * as assert from "assert/strict";
 import * as YAML from "yaml";
-import { ClusterSettings, DnsSettings, EnvironmentModel } from "../../infra/config/model";
+import { ClusterSettings, DnsSettings, EnvironmentModel } from "../../components/model";
 import {
   ClusterChartGlobals,
   CorednsChartValues,

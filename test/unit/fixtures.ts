@@ -4,7 +4,7 @@
  */
 import * as assert from "assert/strict";
 import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
-import { EnvironmentModel, SECRET_KEYS } from "../../infra/config/model";
+import { EnvironmentModel, SECRET_KEYS } from "../../components/model";
 import { ConfigProblem } from "../../infra/config/problems";
 import { CONFIG_NAMESPACE, RawStackConfig, validateEnvironment } from "../../infra/config/validate";
 

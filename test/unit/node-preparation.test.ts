@@ -1,5 +1,5 @@
 import * as assert from "assert/strict";
-import { DEFAULT_UNMANAGED_DEVICES } from "../../infra/config/model";
+import { DEFAULT_UNMANAGED_DEVICES } from "../../components/model";
 import {
   parseNodeFacts,
   renderUnmanagedDevicesConfig,

@@ -10,7 +10,7 @@ import {
   registrationPlanDocument,
   roleFlags,
 } from "../../components/rancher-cluster/registration";
-import { NodeSpec } from "../../infra/config/model";
+import { NodeSpec } from "../../components/model";
 import { labModel } from "./fixtures";
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n";

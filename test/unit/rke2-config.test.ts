@@ -1,6 +1,6 @@
 import * as assert from "assert/strict";
 import * as YAML from "yaml";
-import { ClusterSettings, serversOf } from "../../infra/config/model";
+import { ClusterSettings, serversOf } from "../../components/model";
 import {
   registrationAddressMissingFromTlsSan,
   registrationAddressOf,

@@ -4,7 +4,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
-import { MANAGEMENT_CLUSTER, serversOf } from "../../infra/config/model";
+import { MANAGEMENT_CLUSTER, serversOf } from "../../components/model";
 import { ConfigProblem } from "../../infra/config/problems";
 import { loadEnvironmentModel, validateEnvironment } from "../../infra/config/validate";
 import {
