@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
-import type { RecordedResource } from "../components/model";
+import { RANCHER_CLUSTER_TYPE, type RecordedResource } from "../components/model";
 export type { RecordedResource };
-import { rancherCaChecksum, rancherNodeCommand } from "../components/rancher-cluster/registration";
+import { rancherCaChecksum } from "../components/rancher-cluster/registration";
 
 interface RegisterRequest {
   getType(): string;
@@ -44,7 +44,7 @@ export function rancherPreviewOutputs(): (
   let rancher: { apiUrl?: string; caCerts?: string } = {};
   return (type, name, inputs) => {
     if (type === "pulumi:providers:rancher2") rancher = inputs;
-    if (type !== "rancher2:index/clusterV2:ClusterV2") return inputs;
+    if (type !== RANCHER_CLUSTER_TYPE) return inputs;
     const serverUrl = rancher.apiUrl ?? "https://rancher.invalid";
     const caChecksum = rancher.caCerts ? rancherCaChecksum(rancher.caCerts) : undefined;
     const token = "preview-registration-token";
@@ -125,4 +125,26 @@ export async function recordProgram(
   const settings = require("@pulumi/pulumi/runtime/settings") as SettingsInternals;
   await settings.waitForRPCs();
   return recorded;
+}
+
+/**
+ * A registration command in the form Rancher's clusterRegistrationToken gives it (nodeCommand,
+ * or insecureNodeCommand), the mock runtime's answer for ClusterV2 (the offline verifier's and the tests' stand-in):
+ * rancher/rancher@v2.14.3 status.go formats `"%s curl -fL %s | sudo %s sh -s - ..."` with empty
+ * agent env vars, hence the leading space and `sudo  sh`. Both commands carry the checksum.
+ */
+export function rancherNodeCommand(options: {
+  readonly serverUrl: string;
+  readonly token: string;
+  readonly caChecksum?: string;
+  readonly insecure: boolean;
+  /** The shell that runs the installer: `sudo  sh` as Rancher writes it; `sh` for root. */
+  readonly shell?: string;
+}): string {
+  const curl = options.insecure ? "curl --insecure -fL" : "curl -fL";
+  const checksum = options.caChecksum ? ` --ca-checksum ${options.caChecksum}` : "";
+  return (
+    ` ${curl} ${options.serverUrl}/system-agent-install.sh | ${options.shell ?? "sudo  sh"} -s - ` +
+    `--server ${options.serverUrl} --label 'cattle.io/os=linux' --token ${options.token}${checksum}`
+  );
 }

@@ -18,15 +18,17 @@ import {
   renderRke2ServerConfig,
 } from "../components/rke2-cluster/config";
 import { componentFile } from "../components/assets";
-import { nodeScriptParams } from "../components/node-preparation/provider";
-import { renderUnmanagedDevicesConfig } from "../components/node-preparation/render";
+import {
+  nodeScriptParams,
+  renderUnmanagedDevicesConfig,
+} from "../components/node-preparation/render";
 import { scriptWithParams } from "../components/ssh/run-script";
 import * as path from "path";
 import {
   rancherCaChecksum,
   registrationPlanDocument,
-  renderRkeConfigText,
-} from "../components/rancher-cluster";
+} from "../components/rancher-cluster/registration";
+import { renderRkeConfigText } from "../components/rancher-cluster/rke-config";
 import {
   ClusterSettings,
   DownstreamClusterSpec,

@@ -3,6 +3,7 @@
  * whose zone is the longest suffix of the name. Used by policies to prove that names under the
  * cluster domain still reach the kubernetes plugin.
  */
+import { inZone } from "../model";
 
 export interface ServerBlock {
   /** Zones in lower case without the trailing dot ("." for the root). */
@@ -49,10 +50,6 @@ export function parseCorefile(text: string): ServerBlock[] {
   return blocks;
 }
 
-function zoneMatches(zone: string, name: string): boolean {
-  return zone === "." || name === zone || name.endsWith(`.${zone}`);
-}
-
 /** The block CoreDNS would hand `name` to on `port`, or undefined when none serves it. */
 export function routeName(
   blocks: readonly ServerBlock[],
@@ -62,7 +59,7 @@ export function routeName(
   const n = normalizeZone(name);
   let best: { block: ServerBlock; length: number } | undefined;
   for (const block of blocks.filter((b) => b.port === port)) {
-    for (const zone of block.zones.filter((z) => zoneMatches(z, n))) {
+    for (const zone of block.zones.filter((z) => inZone(n, z))) {
       const length = zone === "." ? 0 : zone.length;
       if (!best || length > best.length) best = { block, length };
     }

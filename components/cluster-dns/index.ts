@@ -10,7 +10,7 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { ClusterSettings, DnsSettings, NodeSpec } from "../model";
+import { ClusterSettings, DnsSettings, NodeSpec, RKE2_MANIFESTS_DIR } from "../model";
 import { RemoteFile } from "../remote-file";
 import { CorednsChartValues } from "./chart";
 import { RELEASE_TABLE_MODULE } from "./chart-releases";
@@ -24,8 +24,6 @@ import { clusterDnsChartValues, releaseDnsProblem } from "./values";
 
 export { UpstreamResolverPreflight } from "./preflight";
 
-/** Where RKE2 applies manifests from by itself. */
-export const RKE2_MANIFESTS_DIR = "/var/lib/rancher/rke2/server/manifests";
 export const DNS_MANIFEST_PATH = `${RKE2_MANIFESTS_DIR}/rke2-remediation-dns.yaml`;
 
 export type DnsDelivery =

@@ -14,16 +14,12 @@
  * validation (`dns.upstreamResolvers`).
  */
 import * as pulumi from "@pulumi/pulumi";
-import { NodeSpec } from "../model";
+import { NodeSpec, UPSTREAM_PREFLIGHT } from "../model";
 import { componentFile } from "../assets";
-import * as ssh from "../ssh/run-script";
-import { pinnedTarget, PinnedTarget } from "../ssh/run-script";
+import { HostCheckState, hostCheckProvider } from "../ssh/host-check-provider";
+import { HostStepResource } from "../ssh/host-step-resource";
 
-export interface UpstreamPreflightState {
-  readonly node: string;
-  readonly connection: PinnedTarget;
-  readonly sshPrivateKey: string;
-  readonly script: string;
+export interface UpstreamPreflightState extends HostCheckState {
   readonly upstreams: readonly string[];
   /** Upstreams that did not answer; empty when the preflight holds. */
   readonly silent: readonly string[];
@@ -36,51 +32,25 @@ export function silentUpstreams(stdout: string): string[] {
     .map((l) => l.split(" ")[0]);
 }
 
-async function probe(state: UpstreamPreflightState): Promise<string[]> {
-  const result = await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
-    label: `upstream preflight on ${state.node}`,
-    params: { UPSTREAMS: state.upstreams.join(" ") },
-    timeoutMs: 60000,
-  });
-  return silentUpstreams(result.stdout);
-}
+export const upstreamPreflightProvider = hostCheckProvider<UpstreamPreflightState>({
+  label: (state) => `upstream preflight on ${state.node}`,
+  findingsKey: "silent",
+  inputs: ["upstreams"],
+  params: (state) => ({ UPSTREAMS: state.upstreams.join(" ") }),
+  timeoutMs: 60000,
+  findings: (stdout) => silentUpstreams(stdout),
+  failure: (state, silent) =>
+    `upstream resolver(s) ${silent.join(", ")} did not answer a HINFO query under in-addr.arpa within 2 s ` +
+    `(checked from ${state.node}). Forwarded to a resolver that stays silent, every lookup that leaves the ` +
+    "cluster waits for the forward timeout before it fails or moves on, as CoreDNS's i/o timeouts to " +
+    "114.114.114.114 showed (seed 004). That is not what crash-loops the cache: the loop plugin stops it " +
+    "only when its own probe comes back to it, a forward path that leads back to the cache itself. " +
+    "Use resolvers that answer, and at least two.",
+  id: (state) => `${state.node}/upstream-preflight`,
+});
 
-export const upstreamPreflightProvider: pulumi.dynamic.ResourceProvider = {
-  async diff(_id: string, olds: UpstreamPreflightState, news: UpstreamPreflightState) {
-    const changes =
-      olds.silent.length > 0 ||
-      ssh.inputsDiffer(olds, news, ["upstreams", "connection", "script", "sshPrivateKey"]);
-    return { changes };
-  },
-  async create(inputs: UpstreamPreflightState) {
-    const silent = await probe(inputs);
-    if (silent.length > 0) {
-      throw new Error(
-        `upstream resolver(s) ${silent.join(", ")} did not answer a HINFO query under in-addr.arpa within 2 s ` +
-          `(checked from ${inputs.node}). Forwarded to a resolver that stays silent, every lookup that leaves the ` +
-          "cluster waits for the forward timeout before it fails or moves on, as CoreDNS's i/o timeouts to " +
-          "114.114.114.114 showed (seed 004). That is not what crash-loops the cache: the loop plugin stops it " +
-          "only when its own probe comes back to it, a forward path that leads back to the cache itself. " +
-          "Use resolvers that answer, and at least two.",
-      );
-    }
-    return { id: `${inputs.node}/upstream-preflight`, outs: { ...inputs, silent: [] } };
-  },
-  async read(id: string, props: UpstreamPreflightState) {
-    return { id, props: { ...props, silent: await probe(props) } };
-  },
-  async update(_id: string, _olds: UpstreamPreflightState, news: UpstreamPreflightState) {
-    return { outs: (await upstreamPreflightProvider.create!(news)).outs };
-  },
-  async delete() {},
-};
-
-class UpstreamPreflightResource extends pulumi.dynamic.Resource {
+class UpstreamPreflightResource extends HostStepResource {
   declare readonly silent: pulumi.Output<string[]>;
-
-  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-    super(upstreamPreflightProvider, name, props, opts, "dns", "UpstreamPreflight");
-  }
 }
 
 export interface UpstreamResolverPreflightArgs {
@@ -101,16 +71,16 @@ export class UpstreamResolverPreflight extends pulumi.ComponentResource {
     super("rke2remediation:dns:UpstreamResolverPreflight", name, {}, opts);
     const { node } = args;
     const resource = new UpstreamPreflightResource(
+      upstreamPreflightProvider,
+      UPSTREAM_PREFLIGHT,
       `${name}-check`,
       {
-        node: node.name,
-        connection: pinnedTarget(node.ssh),
-        sshPrivateKey: pulumi.secret(args.sshPrivateKey),
+        ssh: node.ssh,
+        sshPrivateKey: args.sshPrivateKey,
         script: componentFile(__dirname, "preflight-upstreams.sh"),
-        upstreams: [...args.upstreams],
-        silent: [],
       },
-      { parent: this, additionalSecretOutputs: ["sshPrivateKey"] },
+      { node: node.name, upstreams: [...args.upstreams], silent: [] },
+      { parent: this },
     );
     if (args.upstreams.length < 2) {
       pulumi.log.warn(

@@ -1,5 +1,5 @@
 import * as YAML from "yaml";
-import { ClusterSettings, DnsSettings } from "../model";
+import { ClusterSettings, DnsSettings, inZone } from "../model";
 import { CorednsChartValues, CorednsPlugin, CorednsServer, DEFAULT_SERVERS } from "./chart";
 import {
   corednsChartOf,
@@ -34,7 +34,7 @@ export function clusterDnsChartValues(
 
   const defaultBlock = DEFAULT_SERVERS[0];
   const servers: CorednsServer[] = [];
-  if (neutralized.some((d) => isWithin(cluster.clusterDomain, d))) {
+  if (neutralized.some((d) => inZone(cluster.clusterDomain, d))) {
     servers.push({
       zones: [{ zone: cluster.clusterDomain }],
       port: 53,
@@ -149,10 +149,6 @@ export function releaseDnsProblem(
 /** The zones whose answers the fix changes; each must reach CoreDNS. */
 export function zonesAddedByFix(dns: DnsSettings): string[] {
   return [...dns.neutralizedSearchDomains, ...Object.keys(dns.staticHosts).sort()];
-}
-
-function isWithin(name: string, domain: string): boolean {
-  return name === domain || name.endsWith(`.${domain}`);
 }
 
 function pluginOf(server: CorednsServer, name: string): CorednsPlugin {

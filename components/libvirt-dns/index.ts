@@ -1,21 +1,18 @@
 import * as pulumi from "@pulumi/pulumi";
-import { SshEndpoint } from "../model";
+import { LIBVIRT_DNS_RECORDS, SshEndpoint } from "../model";
 import { componentFile } from "../assets";
-import { pinnedTarget } from "../ssh/run-script";
+import { HostStepResource } from "../ssh/host-step-resource";
 import { libvirtDnsProvider, LibvirtDnsState } from "./provider";
 import { DnsHostRecord, dnsHostRecords } from "./render";
 
 export {
   dnsHostRecords,
   renderDnsHostXml,
-  renderDnsHostDeleteXml,
   parseDnsHosts,
   planDnsHosts,
   dnsHostOwnership,
 } from "./render";
 export type { DnsHostRecord } from "./render";
-
-export const LIBVIRT_DNS_RESOURCE_TYPE = "pulumi-nodejs:dynamic/libvirt:DnsHostRecords";
 
 export interface LibvirtDnsRecordsArgs {
   /** SSH endpoint of the KVM host, with its pinned host key. */
@@ -40,14 +37,10 @@ export interface LibvirtDnsRecordsArgs {
 }
 
 /** The dynamic resource behind the component; its outputs are the provider's state. */
-class DnsHostRecordsResource extends pulumi.dynamic.Resource {
+class DnsHostRecordsResource extends HostStepResource {
   declare readonly records: pulumi.Output<LibvirtDnsState["records"] | undefined>;
   declare readonly unmanagedRecords: pulumi.Output<LibvirtDnsState["unmanagedRecords"]>;
   declare readonly foreignHostnames: pulumi.Output<LibvirtDnsState["foreignHostnames"]>;
-
-  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-    super(libvirtDnsProvider, name, props, opts, "libvirt", "DnsHostRecords");
-  }
 }
 
 /**
@@ -68,14 +61,11 @@ export class LibvirtDnsRecords extends pulumi.ComponentResource {
   constructor(name: string, args: LibvirtDnsRecordsArgs, opts?: pulumi.ComponentResourceOptions) {
     super("rke2remediation:libvirt:DnsRecords", name, {}, opts);
     const inputs: pulumi.Inputs = {
-      connection: pinnedTarget(args.ssh),
-      sshPrivateKey: pulumi.secret(args.sshPrivateKey),
       network: args.network,
       subnet: args.subnet,
       rancherHostname: args.rancherHostname,
       neutralizedSearchDomains: [...(args.neutralizedSearchDomains ?? [])],
       records: dnsHostRecords(args.records),
-      script: componentFile(__dirname, "network.sh"),
       unmanagedRecords: undefined,
       foreignHostnames: undefined,
       domain: undefined,
@@ -85,11 +75,18 @@ export class LibvirtDnsRecords extends pulumi.ComponentResource {
     };
     // Retained on delete: destroying the stack must not take the Rancher hostname away from
     // the estate. Records dropped from the config are still removed, by an update.
-    const state = new DnsHostRecordsResource(`${name}-hosts`, inputs, {
-      parent: this,
-      additionalSecretOutputs: ["sshPrivateKey"],
-      retainOnDelete: true,
-    });
+    const state = new DnsHostRecordsResource(
+      libvirtDnsProvider,
+      LIBVIRT_DNS_RECORDS,
+      `${name}-hosts`,
+      {
+        ssh: args.ssh,
+        sshPrivateKey: args.sshPrivateKey,
+        script: componentFile(__dirname, "network.sh"),
+      },
+      inputs,
+      { parent: this, retainOnDelete: true },
+    );
     this.records = state.records.apply((r) => [...(r ?? [])]);
     this.unmanagedRecords = state.unmanagedRecords.apply((r) => [...(r ?? [])]);
     this.foreignHostnames = state.foreignHostnames.apply((r) => [...(r ?? [])]);

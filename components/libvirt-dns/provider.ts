@@ -6,11 +6,12 @@
  * and captured by the closure serializer; nothing here may hold a client across calls.
  */
 import * as pulumi from "@pulumi/pulumi";
+import type { SshEndpoint } from "../model";
 import * as ssh from "../ssh/run-script";
 import * as xml from "./render";
 
 export interface LibvirtDnsState {
-  readonly connection: ssh.PinnedTarget;
+  readonly connection: SshEndpoint;
   readonly sshPrivateKey: string;
   readonly network: string;
   readonly subnet: string;

@@ -28,14 +28,6 @@ export function renderDnsHostXml(record: DnsHostRecord): string {
   return `<host ip='${escapeXml(record.ip)}'>${names}</host>`;
 }
 
-/**
- * The XML for deleting a record. Only the IP is named: a delete that names the hostname
- * matches every record sharing it and would drop them all.
- */
-export function renderDnsHostDeleteXml(ip: string): string {
-  return `<host ip='${escapeXml(ip)}'/>`;
-}
-
 /** Reads the `<dns><host>` entries out of `virsh net-dumpxml` output. */
 export function parseDnsHosts(networkXml: string): DnsHostRecord[] {
   const dns = /<dns\b[^>]*>([\s\S]*?)<\/dns>/.exec(networkXml);

@@ -6,3 +6,5 @@
 export * from "./environment";
 export * from "./net";
 export type { RecordedResource } from "./recorded-resource";
+export * from "./resource-types";
+export * from "./dns-names";

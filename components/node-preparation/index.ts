@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
-import { Cni, KubeProxyMode, NodeSpec } from "../model";
+import { Cni, KubeProxyMode, NODE_PREPARATION, NodeSpec } from "../model";
 import { componentFile } from "../assets";
-import { pinnedTarget } from "../ssh/run-script";
+import { HostStepResource } from "../ssh/host-step-resource";
 import { nodePreparationProvider } from "./provider";
 import { renderUnmanagedDevicesConfig } from "./render";
 
@@ -20,8 +20,6 @@ export function nodesRequiringReboot(
   return pulumi.all(preparations.map((p) => p.nodesRequiringReboot)).apply((lists) => lists.flat());
 }
 
-export const NODE_PREPARATION_RESOURCE_TYPE = "pulumi-nodejs:dynamic/node:Preparation";
-
 export interface NodePreparationArgs {
   /** The node, with its SSH endpoint and pinned host key. */
   readonly node: NodeSpec;
@@ -38,16 +36,12 @@ export interface NodePreparationArgs {
 }
 
 /** The dynamic resource behind the component; its outputs are the provider's state. */
-class NodePreparationResource extends pulumi.dynamic.Resource {
+class NodePreparationResource extends HostStepResource {
   declare readonly firewallServicesDisabled: pulumi.Output<boolean>;
   declare readonly rejectRulesAbsent: pulumi.Output<boolean>;
   declare readonly firewalldRunning: pulumi.Output<boolean | undefined>;
   declare readonly rebootRequired: pulumi.Output<boolean | undefined>;
   declare readonly lastChanges: pulumi.Output<string[] | undefined>;
-
-  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-    super(nodePreparationProvider, name, props, opts, "node", "Preparation");
-  }
 }
 
 /**
@@ -83,7 +77,14 @@ export class NodePreparation extends pulumi.ComponentResource {
       );
     }
     const resource = new NodePreparationResource(
+      nodePreparationProvider,
+      NODE_PREPARATION,
       `${name}-host`,
+      {
+        ssh: node.ssh,
+        sshPrivateKey: args.sshPrivateKey,
+        script: componentFile(__dirname, "prepare-node.sh"),
+      },
       {
         node: node.name,
         // Facts about the node for policies; the provider does not act on them.
@@ -92,9 +93,6 @@ export class NodePreparation extends pulumi.ComponentResource {
         roles: [...node.roles],
         cni: args.cni,
         kubeProxyMode: args.kubeProxyMode,
-        connection: pinnedTarget(node.ssh),
-        sshPrivateKey: pulumi.secret(args.sshPrivateKey),
-        script: componentFile(__dirname, "prepare-node.sh"),
         bringUpKubeIpvs: args.bringUpKubeIpvs ?? false,
         firewallServicesDisabled: true,
         nmCloudSetupDisabled: true,
@@ -105,7 +103,7 @@ export class NodePreparation extends pulumi.ComponentResource {
         rebootRequired: undefined,
         lastChanges: undefined,
       },
-      { parent: this, additionalSecretOutputs: ["sshPrivateKey"] },
+      { parent: this },
     );
     this.firewallReady = pulumi
       .all([resource.firewallServicesDisabled, resource.rejectRulesAbsent])

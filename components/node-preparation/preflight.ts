@@ -4,10 +4,10 @@
  * checks again, so a REJECT rule that comes back shows up on refresh.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { NodeSpec } from "../model";
+import { NodeSpec, PORTS_PREFLIGHT } from "../model";
 import { componentFile } from "../assets";
-import * as ssh from "../ssh/run-script";
-import { pinnedTarget, PinnedTarget } from "../ssh/run-script";
+import { HostCheckState, hostCheckProvider } from "../ssh/host-check-provider";
+import { HostStepResource } from "../ssh/host-step-resource";
 
 /** etcd client, etcd peer, etcd metrics, apiserver, supervisor, kubelet. */
 export const RKE2_SERVER_PORTS = [2379, 2380, 2381, 6443, 9345, 10250];
@@ -37,65 +37,35 @@ export function blockedChecks(checks: readonly PortCheck[]): PortCheck[] {
   return checks.filter((c) => c.verdict === "prohibited" || c.verdict === "timeout");
 }
 
-interface PreflightState {
-  readonly node: string;
-  readonly connection: PinnedTarget;
-  readonly sshPrivateKey: string;
-  readonly script: string;
+interface PreflightState extends HostCheckState {
   readonly peers: readonly string[];
   readonly ports: readonly number[];
   /** Connections found blocked; empty when the preflight holds. */
   readonly blocked: readonly string[];
 }
 
-async function check(state: PreflightState): Promise<PortCheck[]> {
-  const result = await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
-    label: `preflight on ${state.node}`,
-    params: { PEERS: state.peers.join(" "), PORTS: state.ports.join(" "), CONNECT_TIMEOUT: "3" },
-    timeoutMs: 300000,
-  });
-  return parsePortChecks(result.stdout);
-}
+const preflightProvider = hostCheckProvider<PreflightState>({
+  label: (state) => `preflight on ${state.node}`,
+  findingsKey: "blocked",
+  inputs: ["peers", "ports"],
+  params: (state) => ({
+    PEERS: state.peers.join(" "),
+    PORTS: state.ports.join(" "),
+    CONNECT_TIMEOUT: "3",
+  }),
+  timeoutMs: 300000,
+  findings: (stdout, state) =>
+    blockedChecks(parsePortChecks(stdout)).map(
+      (c) => `${state.node} -> ${c.peer}:${c.port} ${c.verdict}`,
+    ),
+  failure: (_state, blocked) =>
+    `server ports blocked after node preparation: ${blocked.join("; ")}. ` +
+    "etcd peers and the supervisor must reach each other before servers join (seed 003); look for REJECT/DROP rules on the path.",
+  id: (state) => `${state.node}/ports-preflight`,
+});
 
-function describeBlocked(node: string, blocked: readonly PortCheck[]): string[] {
-  return blocked.map((c) => `${node} -> ${c.peer}:${c.port} ${c.verdict}`);
-}
-
-const preflightProvider: pulumi.dynamic.ResourceProvider = {
-  async diff(_id: string, olds: PreflightState, news: PreflightState) {
-    const changes =
-      olds.blocked.length > 0 ||
-      ssh.inputsDiffer(olds, news, ["peers", "ports", "connection", "script", "sshPrivateKey"]);
-    return { changes };
-  },
-  async create(inputs: PreflightState) {
-    const blocked = blockedChecks(await check(inputs));
-    if (blocked.length > 0) {
-      throw new Error(
-        `server ports blocked after node preparation: ${describeBlocked(inputs.node, blocked).join("; ")}. ` +
-          "etcd peers and the supervisor must reach each other before servers join (seed 003); look for REJECT/DROP rules on the path.",
-      );
-    }
-    return { id: `${inputs.node}/ports-preflight`, outs: { ...inputs, blocked: [] } };
-  },
-  async read(id: string, props: PreflightState) {
-    return {
-      id,
-      props: { ...props, blocked: describeBlocked(props.node, blockedChecks(await check(props))) },
-    };
-  },
-  async update(_id: string, _olds: PreflightState, news: PreflightState) {
-    return { outs: (await preflightProvider.create!(news)).outs };
-  },
-  async delete() {},
-};
-
-class PortsPreflightResource extends pulumi.dynamic.Resource {
+class PortsPreflightResource extends HostStepResource {
   declare readonly blocked: pulumi.Output<string[]>;
-
-  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-    super(preflightProvider, name, props, opts, "node", "PortsPreflight");
-  }
 }
 
 export interface ServerPortsPreflightArgs {
@@ -118,17 +88,21 @@ export class ServerPortsPreflight extends pulumi.ComponentResource {
     super("rke2remediation:node:ServerPortsPreflight", name, {}, opts);
     const { server } = args;
     const resource = new PortsPreflightResource(
+      preflightProvider,
+      PORTS_PREFLIGHT,
       `${name}-check`,
       {
-        node: server.name,
-        connection: pinnedTarget(server.ssh),
-        sshPrivateKey: pulumi.secret(args.sshPrivateKey),
+        ssh: server.ssh,
+        sshPrivateKey: args.sshPrivateKey,
         script: componentFile(__dirname, "preflight-ports.sh"),
+      },
+      {
+        node: server.name,
         peers: args.peers.map((p) => p.ip),
         ports: [...(args.ports ?? RKE2_SERVER_PORTS)],
         blocked: [],
       },
-      { parent: this, additionalSecretOutputs: ["sshPrivateKey"] },
+      { parent: this },
     );
     this.blocked = resource.blocked;
     this.registerOutputs({ blocked: this.blocked });

@@ -5,12 +5,13 @@
  * Runs in Pulumi's dynamic-provider process; see ../libvirt-dns/provider.ts for the constraints.
  */
 import * as pulumi from "@pulumi/pulumi";
+import type { SshEndpoint } from "../model";
 import * as ssh from "../ssh/run-script";
 import * as facts from "./render";
 
 export interface NodePreparationState {
   readonly node: string;
-  readonly connection: ssh.PinnedTarget;
+  readonly connection: SshEndpoint;
   readonly sshPrivateKey: string;
   readonly script: string;
   readonly bringUpKubeIpvs: boolean;
@@ -62,7 +63,7 @@ function observed(
 async function runNodeScript(state: NodePreparationState, action: "read" | "apply") {
   const result = await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
     label: `node ${state.node}`,
-    params: nodeScriptParams(action, state),
+    params: facts.nodeScriptParams(action, state),
     timeoutMs: 120000,
     // The script's "warning: " lines (reboot needed, firewalld left running) are warnings.
     log: (line) =>
@@ -71,18 +72,6 @@ async function runNodeScript(state: NodePreparationState, action: "read" | "appl
         : pulumi.log.info(line),
   });
   return { facts: facts.parseNodeFacts(result.stdout), changes: ssh.changedLines(result) };
-}
-
-/** Parameters of prepare-node.sh; `render` writes the same script for review. */
-export function nodeScriptParams(
-  action: "read" | "apply",
-  state: Pick<NodePreparationState, "networkManagerConfig" | "bringUpKubeIpvs">,
-): Record<string, string> {
-  return {
-    ACTION: action,
-    NM_CONFIG: state.networkManagerConfig,
-    BRING_UP_KUBE_IPVS: String(state.bringUpKubeIpvs),
-  };
 }
 
 /** After an apply, a fact still off means the host refused a change: fail, naming it. */

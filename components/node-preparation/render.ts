@@ -61,3 +61,15 @@ export function parseNodeFacts(stdout: string): NodeFacts {
     rebootRequired: flag("reboot_required"),
   };
 }
+
+/** Parameters of prepare-node.sh; `render` writes the same script for review. */
+export function nodeScriptParams(
+  action: "read" | "apply",
+  state: { readonly networkManagerConfig: string; readonly bringUpKubeIpvs: boolean },
+): Record<string, string> {
+  return {
+    ACTION: action,
+    NM_CONFIG: state.networkManagerConfig,
+    BRING_UP_KUBE_IPVS: String(state.bringUpKubeIpvs),
+  };
+}

@@ -9,6 +9,7 @@
  * in the timeout error.
  */
 import * as pulumi from "@pulumi/pulumi";
+import type { SshEndpoint } from "../model";
 import * as ssh from "../ssh/run-script";
 import { rancherGet } from "./rancher-api";
 import { redact } from "./registration";
@@ -148,7 +149,7 @@ export interface ClusterWaitState {
   readonly pollSeconds: number;
   /** The init node, where the cluster agent's log and a pod-like lookup are read. */
   readonly initNode: string;
-  readonly connection: ssh.PinnedTarget;
+  readonly connection: SshEndpoint;
   readonly sshPrivateKey: string;
   readonly checkScript: string;
   readonly rancherHost: string;

@@ -19,60 +19,44 @@
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import * as rancher2 from "@pulumi/rancher2";
-import * as YAML from "yaml";
-import { DownstreamClusterSpec, NodeSpec } from "../model";
+import {
+  DownstreamClusterSpec,
+  NodeSpec,
+  RANCHER_CLUSTER_WAIT,
+  RANCHER_NODE_REGISTRATION,
+} from "../model";
 import { componentFile } from "../assets";
-import { clusterWideRke2Settings } from "../rke2-cluster/config";
-import { joinGateProvider } from "../rke2-cluster/provider";
-import { pinnedTarget } from "../ssh/run-script";
+import { JoinGateResource } from "../rke2-cluster";
+import { HostStepResource, HostStepTarget } from "../ssh/host-step-resource";
 import { clusterWaitProvider } from "./cluster-wait";
 import { nodeRegistrationProvider } from "./provider";
 import { PlannedRegistration, rancherCaChecksum, registrationPlan } from "./registration";
+import { renderRkeConfigText } from "./rke-config";
 
 export * from "./registration";
+export * from "./rke-config";
 export { clusterProgress, diagnoseClusterAgent, parseAgentCheck } from "./cluster-wait";
 
-class NodeRegistrationResource extends pulumi.dynamic.Resource {
-  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-    super(nodeRegistrationProvider, name, props, opts, "rancher", "NodeRegistration");
+class NodeRegistrationResource extends HostStepResource {
+  constructor(
+    name: string,
+    target: HostStepTarget,
+    props: pulumi.Inputs,
+    opts: pulumi.CustomResourceOptions,
+  ) {
+    super(nodeRegistrationProvider, RANCHER_NODE_REGISTRATION, name, target, props, opts);
   }
 }
 
-class ClusterWaitResource extends pulumi.dynamic.Resource {
-  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-    super(clusterWaitProvider, name, props, opts, "rancher", "ClusterWait");
+class ClusterWaitResource extends HostStepResource {
+  constructor(
+    name: string,
+    target: HostStepTarget,
+    props: pulumi.Inputs,
+    opts: pulumi.CustomResourceOptions,
+  ) {
+    super(clusterWaitProvider, RANCHER_CLUSTER_WAIT, name, target, props, opts);
   }
-}
-
-/** The management cluster's join gate, run on a further etcd node of a downstream cluster. */
-class JoinGateResource extends pulumi.dynamic.Resource {
-  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-    super(joinGateProvider, name, props, opts, "rke2", "JoinGate");
-  }
-}
-
-/** The ClusterV2 `rkeConfig` pieces that are text: what `render` writes for review. */
-export interface RkeConfigText {
-  /** RKE2 settings every node of the cluster shares. */
-  readonly machineGlobalConfig: string;
-  /** Settings for every machine (selector-less), e.g. the system default registry. */
-  readonly machineSelectorConfig?: string;
-  /** Helm values keyed by chart name; rke2-coredns carries the DNS fix. */
-  readonly chartValues: string;
-}
-
-/** Renders the text pieces of a downstream cluster's rkeConfig. */
-export function renderRkeConfigText(
-  cluster: DownstreamClusterSpec,
-  kubeletArgs: readonly string[],
-  chartValues: string,
-): RkeConfigText {
-  const machineGlobalConfig = YAML.stringify(clusterWideRke2Settings(cluster, kubeletArgs));
-  const machineSelectorConfig =
-    cluster.privateRegistry === undefined
-      ? undefined
-      : YAML.stringify({ "system-default-registry": cluster.privateRegistry });
-  return { machineGlobalConfig, machineSelectorConfig, chartValues };
 }
 
 export interface RancherDownstreamClusterArgs {
@@ -153,7 +137,6 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
       cluster.insecureRegistration ? token.insecureNodeCommand : token.nodeCommand,
     );
     const apiToken = pulumi.secret(args.apiToken);
-    const sshPrivateKey = pulumi.secret(args.sshPrivateKey);
     const script = componentFile(__dirname, "register-node.sh");
     const checkScript = componentFile(__dirname, "cluster-agent-check.sh");
     const gateScript = componentFile(path.join(__dirname, "..", "rke2-cluster"), "join-gate.sh");
@@ -168,6 +151,7 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
     const activeThenSync = (suffix: string, after: pulumi.Resource[]) => {
       const wait = new ClusterWaitResource(
         `${name}-active-${suffix}`,
+        { ssh: initNode.ssh, sshPrivateKey: args.sshPrivateKey },
         {
           cluster: cluster.name,
           after: suffix,
@@ -178,14 +162,12 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
           timeoutSeconds: timeouts.timeoutSeconds,
           pollSeconds: timeouts.pollSeconds,
           initNode: initNode.name,
-          connection: pinnedTarget(initNode.ssh),
-          sshPrivateKey,
           checkScript,
           rancherHost: args.rancherHost,
           podNameserver: args.podNameserver,
           clusterDomain: cluster.clusterDomain,
         },
-        { parent: this, dependsOn: after, additionalSecretOutputs: ["apiToken", "sshPrivateKey"] },
+        { parent: this, dependsOn: after, additionalSecretOutputs: ["apiToken"] },
       );
       return new rancher2.ClusterSync(
         `${name}-sync-${suffix}`,
@@ -200,13 +182,12 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
     const registration = (step: PlannedRegistration, after: pulumi.Resource[]) =>
       new NodeRegistrationResource(
         `${name}-register-${step.node.name}`,
+        { ssh: step.node.ssh, sshPrivateKey: args.sshPrivateKey, script },
         {
           node: step.node.name,
           nodeIp: step.node.ip,
           cluster: cluster.name,
           roles: [...step.node.roles],
-          connection: pinnedTarget(step.node.ssh),
-          sshPrivateKey,
           registrationCommand: command,
           rancherUrl: args.rancherUrl,
           apiToken,
@@ -214,7 +195,6 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
           caCertificate: args.caCertificate,
           caChecksum: args.caCertificate && rancherCaChecksum(args.caCertificate),
           rancherHost: args.rancherHost,
-          script,
           timeoutSeconds: timeouts.timeoutSeconds,
           pollSeconds: timeouts.pollSeconds,
           registered: undefined,
@@ -222,23 +202,21 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
         {
           parent: this,
           dependsOn: [clusterV2, ...(args.prerequisites.get(step.node.name) ?? []), ...after],
-          additionalSecretOutputs: ["sshPrivateKey", "registrationCommand", "apiToken"],
+          additionalSecretOutputs: ["registrationCommand", "apiToken"],
         },
       );
     const joinGate = (step: PlannedRegistration, registered: pulumi.Resource) =>
       new JoinGateResource(
         `${name}-gate-${step.node.name}`,
+        { ssh: step.node.ssh, sshPrivateKey: args.sshPrivateKey, script: gateScript },
         {
           node: step.node.name,
-          connection: pinnedTarget(step.node.ssh),
-          sshPrivateKey,
-          script: gateScript,
           membersScript,
           timeoutSeconds: timeouts.timeoutSeconds,
           pollSeconds: timeouts.pollSeconds,
           serverStartedAt: "registered through Rancher",
         },
-        { parent: this, dependsOn: [registered], additionalSecretOutputs: ["sshPrivateKey"] },
+        { parent: this, dependsOn: [registered] },
       );
 
     // Steps in registrationPlan's order; each step waits for the previous step's sync.

@@ -8,6 +8,7 @@
  * out of every log line and error. Delete never unregisters a node.
  */
 import * as pulumi from "@pulumi/pulumi";
+import type { SshEndpoint } from "../model";
 import * as ssh from "../ssh/run-script";
 import { planSecretCluster } from "./rancher-api";
 import { checkNodeCommand, ParsedNodeCommand, redact, roleFlags, tokenOf } from "./registration";
@@ -18,7 +19,7 @@ export interface NodeRegistrationState {
   readonly cluster: string;
   /** etcd, controlplane, worker: the installer's role flags. */
   readonly roles: readonly string[];
-  readonly connection: ssh.PinnedTarget;
+  readonly connection: SshEndpoint;
   readonly sshPrivateKey: string;
   /** Rancher's node command; a secret. */
   readonly registrationCommand: string;

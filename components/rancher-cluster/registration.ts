@@ -291,25 +291,3 @@ export function redact(text: string, secrets: readonly (string | undefined)[]): 
     .filter((s): s is string => typeof s === "string" && s.length >= 4)
     .reduce((t, s) => t.split(s).join("[secret]"), text);
 }
-
-/**
- * A registration command in the form Rancher's clusterRegistrationToken gives it (nodeCommand,
- * or insecureNodeCommand), for the offline verifier's and the tests' stand-in answers:
- * rancher/rancher@v2.14.3 status.go formats `"%s curl -fL %s | sudo %s sh -s - ..."` with empty
- * agent env vars, hence the leading space and `sudo  sh`. Both commands carry the checksum.
- */
-export function rancherNodeCommand(options: {
-  readonly serverUrl: string;
-  readonly token: string;
-  readonly caChecksum?: string;
-  readonly insecure: boolean;
-  /** The shell that runs the installer: `sudo  sh` as Rancher writes it; `sh` for root. */
-  readonly shell?: string;
-}): string {
-  const curl = options.insecure ? "curl --insecure -fL" : "curl -fL";
-  const checksum = options.caChecksum ? ` --ca-checksum ${options.caChecksum}` : "";
-  return (
-    ` ${curl} ${options.serverUrl}/system-agent-install.sh | ${options.shell ?? "sudo  sh"} -s - ` +
-    `--server ${options.serverUrl} --label 'cattle.io/os=linux' --token ${options.token}${checksum}`
-  );
-}

@@ -4,16 +4,14 @@
  * itself, such as manifests in /var/lib/rancher/rke2/server/manifests.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { SshEndpoint } from "../model";
+import { REMOTE_FILE, SshEndpoint } from "../model";
 import { componentFile } from "../assets";
 import * as ssh from "../ssh/run-script";
-import { pinnedTarget, PinnedTarget } from "../ssh/run-script";
-
-export const REMOTE_FILE_RESOURCE_TYPE = "pulumi-nodejs:dynamic/host:File";
+import { HostStepResource } from "../ssh/host-step-resource";
 
 export interface RemoteFileState {
   readonly host: string;
-  readonly connection: PinnedTarget;
+  readonly connection: SshEndpoint;
   readonly sshPrivateKey: string;
   readonly script: string;
   readonly path: string;
@@ -92,13 +90,9 @@ export const remoteFileProvider: pulumi.dynamic.ResourceProvider = {
   },
 };
 
-class RemoteFileResource extends pulumi.dynamic.Resource {
+class RemoteFileResource extends HostStepResource {
   declare readonly content: pulumi.Output<string>;
   declare readonly present: pulumi.Output<boolean>;
-
-  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-    super(remoteFileProvider, name, props, opts, "host", "File");
-  }
 }
 
 export interface RemoteFileArgs {
@@ -129,12 +123,16 @@ export class RemoteFile extends pulumi.ComponentResource {
         this,
       );
     const file = new RemoteFileResource(
+      remoteFileProvider,
+      REMOTE_FILE,
       `${name}-file`,
       {
-        host: args.hostName,
-        connection: pinnedTarget(args.ssh),
-        sshPrivateKey: pulumi.secret(args.sshPrivateKey),
+        ssh: args.ssh,
+        sshPrivateKey: args.sshPrivateKey,
         script: componentFile(__dirname, "remote-file.sh"),
+      },
+      {
+        host: args.hostName,
         path: args.path,
         content: args.secretContent ? pulumi.secret(args.content) : args.content,
         mode: args.mode ?? "0600",
@@ -143,7 +141,7 @@ export class RemoteFile extends pulumi.ComponentResource {
       },
       {
         parent: this,
-        additionalSecretOutputs: ["sshPrivateKey", ...(args.secretContent ? ["content"] : [])],
+        additionalSecretOutputs: args.secretContent ? ["content"] : [],
       },
     );
     this.content = file.content;

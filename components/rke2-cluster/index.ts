@@ -16,10 +16,17 @@
  */
 import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
-import { ClusterSettings, NodeSpec } from "../model";
+import {
+  ClusterSettings,
+  NodeSpec,
+  RKE2_CONFIG_PATH,
+  RKE2_JOIN_GATE,
+  RKE2_NODE_START,
+} from "../model";
 import { componentFile } from "../assets";
 import { RemoteFile } from "../remote-file";
-import { pinnedTarget } from "../ssh/run-script";
+import { HostStepResource, HostStepTarget } from "../ssh/host-step-resource";
+import { pinnedEndpoint } from "../ssh/run-script";
 import {
   registrationAddressMissingFromTlsSan,
   registrationAddressOf,
@@ -31,19 +38,28 @@ import { joinGateProvider, nodeStartProvider, ServerRef } from "./provider";
 export { renderRke2ServerConfig, renderRke2AgentConfig } from "./config";
 export { membershipOf, parseMemberList } from "./etcd-members";
 
-export const RKE2_CONFIG_PATH = "/etc/rancher/rke2/config.yaml";
-
-class NodeStartResource extends pulumi.dynamic.Resource {
+class NodeStartResource extends HostStepResource {
   /** When RKE2 was last started or restarted on the node. */
   declare public readonly startedAt: pulumi.Output<string>;
-  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-    super(nodeStartProvider, name, props, opts, "rke2", "NodeStart");
+  constructor(
+    name: string,
+    target: HostStepTarget,
+    props: pulumi.Inputs,
+    opts: pulumi.CustomResourceOptions,
+  ) {
+    super(nodeStartProvider, RKE2_NODE_START, name, target, props, opts);
   }
 }
 
-class JoinGateResource extends pulumi.dynamic.Resource {
-  constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-    super(joinGateProvider, name, props, opts, "rke2", "JoinGate");
+/** The join gate: on a joining server, and on a further etcd node of a downstream cluster. */
+export class JoinGateResource extends HostStepResource {
+  constructor(
+    name: string,
+    target: HostStepTarget,
+    props: pulumi.Inputs,
+    opts: pulumi.CustomResourceOptions,
+  ) {
+    super(joinGateProvider, RKE2_JOIN_GATE, name, target, props, opts);
   }
 }
 
@@ -91,7 +107,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
     const [first] = servers;
     const ref = (node: NodeSpec): ServerRef => ({
       node: node.name,
-      connection: pinnedTarget(node.ssh),
+      connection: pinnedEndpoint(node.ssh),
     });
     let previousGate: pulumi.Resource | undefined;
     // Each node's config.yaml: mode 0600, the token a secret, kept when the stack goes away.
@@ -136,13 +152,11 @@ export class Rke2Cluster extends pulumi.ComponentResource {
       );
       const start = new NodeStartResource(
         `${name}-start-${node.name}`,
+        { ssh: node.ssh, sshPrivateKey: args.sshPrivateKey, script: startScript },
         {
           node: node.name,
           nodeIp: node.ip,
           role: "server",
-          connection: pinnedTarget(node.ssh),
-          sshPrivateKey: pulumi.secret(args.sshPrivateKey),
-          script: startScript,
           factsScript,
           membersScript,
           version: cluster.version,
@@ -152,25 +166,19 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           peers: i === 0 ? servers.slice(1).map(ref) : undefined,
           startedAt: undefined,
         },
-        {
-          parent: this,
-          dependsOn: [config.file, ...after],
-          additionalSecretOutputs: ["sshPrivateKey"],
-        },
+        { parent: this, dependsOn: [config.file, ...after] },
       );
       previousGate = new JoinGateResource(
         `${name}-gate-${node.name}`,
+        { ssh: node.ssh, sshPrivateKey: args.sshPrivateKey, script: gateScript },
         {
           node: node.name,
-          connection: pinnedTarget(node.ssh),
-          sshPrivateKey: pulumi.secret(args.sshPrivateKey),
-          script: gateScript,
           membersScript,
           timeoutSeconds: args.gateTimeoutSeconds,
           pollSeconds: args.gatePollSeconds,
           serverStartedAt: start.startedAt,
         },
-        { parent: this, dependsOn: [start], additionalSecretOutputs: ["sshPrivateKey"] },
+        { parent: this, dependsOn: [start] },
       );
       this.gates.push(previousGate);
     }
@@ -188,13 +196,11 @@ export class Rke2Cluster extends pulumi.ComponentResource {
       );
       new NodeStartResource(
         `${name}-start-${node.name}`,
+        { ssh: node.ssh, sshPrivateKey: args.sshPrivateKey, script: startScript },
         {
           node: node.name,
           nodeIp: node.ip,
           role: "agent",
-          connection: pinnedTarget(node.ssh),
-          sshPrivateKey: pulumi.secret(args.sshPrivateKey),
-          script: startScript,
           factsScript,
           membersScript,
           version: cluster.version,
@@ -202,11 +208,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           configSha256: config.sha256,
           startedAt: undefined,
         },
-        {
-          parent: this,
-          dependsOn: [config.file, ...after],
-          additionalSecretOutputs: ["sshPrivateKey"],
-        },
+        { parent: this, dependsOn: [config.file, ...after] },
       );
     }
     this.registerOutputs({});

@@ -7,16 +7,15 @@
  * data never removed by Pulumi.
  */
 import * as pulumi from "@pulumi/pulumi";
+import type { SshEndpoint } from "../model";
 import * as ssh from "../ssh/run-script";
 import { parseMemberList } from "./etcd-members";
 import { decideStart, isMemberList, NodeFacts, parseNodeFacts, StartContext } from "./start-plan";
 
-export type Connection = ssh.PinnedTarget;
-
 /** Another server, reached over SSH to read its facts. */
 export interface ServerRef {
   readonly node: string;
-  readonly connection: Connection;
+  readonly connection: SshEndpoint;
 }
 
 export interface NodeStartInputs {
@@ -24,7 +23,7 @@ export interface NodeStartInputs {
   /** The node's address, as etcd's peer URL carries it. */
   readonly nodeIp: string;
   readonly role: "server" | "agent";
-  readonly connection: Connection;
+  readonly connection: SshEndpoint;
   readonly sshPrivateKey: string;
   readonly script: string;
   readonly factsScript: string;
@@ -56,7 +55,7 @@ const START_TIMEOUT_MS = 900000;
 const MEMBER_LIST_ATTEMPTS = 3;
 
 function runOn(
-  target: Connection,
+  target: SshEndpoint,
   label: string,
   privateKey: string,
   script: string,
@@ -73,7 +72,7 @@ function runOn(
 
 async function factsOf(
   inputs: NodeStartInputs,
-  target: Connection,
+  target: SshEndpoint,
   node: string,
   role: "server" | "agent",
 ): Promise<NodeFacts> {
@@ -255,7 +254,7 @@ export const nodeStartProvider: pulumi.dynamic.ResourceProvider = {
 
 export interface JoinGateState {
   readonly node: string;
-  readonly connection: Connection;
+  readonly connection: SshEndpoint;
   readonly sshPrivateKey: string;
   readonly script: string;
   readonly membersScript: string;

@@ -1,4 +1,5 @@
 import { Client } from "ssh2";
+import type { SshEndpoint } from "../model";
 import {
   blobOfKeyLine,
   fingerprintOfBlob,
@@ -16,27 +17,13 @@ import { shellQuote } from "./shell-quote";
 
 export { shellQuote };
 
-/** A host's SSH address with its pinned key: what every SSH-backed resource records as `connection`. */
-export interface PinnedTarget {
-  readonly host: string;
-  readonly port: number;
-  readonly user: string;
-  /** Pinned OpenSSH public key line; any other key is refused. */
-  readonly hostKey: string;
-}
+/** Where and how to reach a host: its pinned endpoint and the private key, a secret that never
+ * appears in messages. */
+export type SshConnection = SshEndpoint & { readonly privateKey: string };
 
-export function pinnedTarget(ssh: PinnedTarget): PinnedTarget {
+/** Just the endpoint's four fields, so a resource's state never carries more than its pin. */
+export function pinnedEndpoint(ssh: SshEndpoint): SshEndpoint {
   return { host: ssh.host, port: ssh.port, user: ssh.user, hostKey: ssh.hostKey };
-}
-
-/** Where and how to reach a host. The private key is a secret and never appears in messages. */
-export interface SshConnection {
-  readonly host: string;
-  readonly port: number;
-  readonly user: string;
-  /** Pinned OpenSSH public key line; any other key is refused. */
-  readonly hostKey: string;
-  readonly privateKey: string;
 }
 
 export interface ScriptResult {
@@ -252,7 +239,7 @@ export interface HostScriptOptions {
  * there before this call returns, not left running unseen.
  */
 export async function runHostScript(
-  target: PinnedTarget,
+  target: SshEndpoint,
   privateKey: string,
   script: string,
   options: HostScriptOptions,

@@ -16,14 +16,13 @@ import {
   RancherSettings,
   SECRET_KEYS,
   SshEndpoint,
-} from "../../components/model";
-import {
   Cidr,
   cidrContains,
   cidrsOverlap,
   isIpv4,
   nthAddress,
   parseCidr,
+  inZone,
 } from "../../components/model";
 import { ConfigProblem, ConfigValidationError } from "./problems";
 import { closest, ConfigReader, editDistance } from "./reader";
@@ -832,9 +831,7 @@ function checkDnsAgainstNetworks(
   dns.neutralizedSearchDomains.forEach((domain, i) => {
     // A domain at or under the cluster domain is a longer zone than it: CoreDNS would route
     // service names there and answer NXDOMAIN for them.
-    const cluster = clusters.find(
-      (c) => c.clusterDomain === domain || domain.endsWith(`.${c.clusterDomain}`),
-    );
+    const cluster = clusters.find((c) => inZone(domain, c.clusterDomain));
     if (cluster) {
       r.problem(
         `dns.neutralizedSearchDomains[${i}]`,

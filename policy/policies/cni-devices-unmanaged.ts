@@ -1,5 +1,5 @@
 import { ResourceValidationPolicy } from "@pulumi/policy";
-import { NODE_PREPARATION_TYPE } from "./resource-types";
+import { NODE_PREPARATION } from "../../components/model";
 
 /** Devices each CNI creates that NetworkManager must not manage (RKE2 docs, seed 003). */
 export const CNI_DEVICES: Readonly<Record<string, readonly string[]>> = {
@@ -23,7 +23,7 @@ export const cniDevicesUnmanaged: ResourceValidationPolicy = {
   description: "NetworkManager's unmanaged-devices list covers the devices of the node's CNI.",
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
-    if (args.type !== NODE_PREPARATION_TYPE) return;
+    if (args.type !== NODE_PREPARATION.token) return;
     const devices = unmanagedDevices(String(args.props.networkManagerConfig ?? ""));
     const cni = String(args.props.cni ?? "");
     const required = CNI_DEVICES[cni] ?? [];

@@ -14,8 +14,9 @@ import {
   HELM_CHART_CONFIG_TYPE,
   NETWORK_POLICY_TYPE,
   RANCHER_CLUSTER_TYPE,
-  REMOTE_FILE_TYPE,
-} from "./resource-types";
+  REMOTE_FILE,
+  RKE2_MANIFESTS_DIR,
+} from "../../components/model";
 
 export interface CorednsConfig {
   readonly values: CorednsChartValues & Record<string, unknown>;
@@ -32,10 +33,7 @@ type Doc = Record<string, unknown>;
 
 function manifestDocs(type: string, props: Record<string, unknown>): Doc[] {
   if (type === HELM_CHART_CONFIG_TYPE || type === NETWORK_POLICY_TYPE) return [props];
-  if (
-    type === REMOTE_FILE_TYPE &&
-    String(props.path ?? "").startsWith("/var/lib/rancher/rke2/server/manifests/")
-  ) {
+  if (type === REMOTE_FILE.token && String(props.path ?? "").startsWith(`${RKE2_MANIFESTS_DIR}/`)) {
     return manifestObjects(String(props.content ?? ""));
   }
   return [];

@@ -5,6 +5,7 @@
  * the kubernetes plugin (template also runs before kubernetes, so a template covering the name
  * hides the cluster's answers).
  */
+import { inZone } from "../../components/model";
 import {
   parseCorefile,
   routeName,
@@ -41,15 +42,13 @@ function templatesOf(body: readonly string[]): Template[] {
 }
 
 const normalize = (name: string) => name.toLowerCase().replace(/\.$/, "") || ".";
-const within = (name: string, zone: string) =>
-  zone === "." || name === zone || name.endsWith(`.${zone}`);
 
 /** Whether the template answers `name` (of the types it names) with NXDOMAIN. */
 function answersNxdomain(t: Template, name: string, blockZones: readonly string[]): boolean {
   if (!t.body.some((l) => /^rcode\s+NXDOMAIN$/i.test(l))) return false;
   if (t.qclass !== "IN" && t.qclass !== "ANY") return false;
   const zones = t.zones.length > 0 ? t.zones.map(normalize) : blockZones;
-  if (!zones.some((z) => within(name, z))) return false;
+  if (!zones.some((z) => inZone(name, z))) return false;
   const patterns = t.body.filter((l) => /^match\s/.test(l)).flatMap((l) => l.split(/\s+/).slice(1));
   return (
     patterns.length === 0 ||

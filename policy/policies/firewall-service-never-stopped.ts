@@ -1,5 +1,5 @@
 import { ResourceValidationPolicy } from "@pulumi/policy";
-import { NODE_PREPARATION_TYPE, REMOTE_COMMAND_TYPE, RKE2_NODE_START_TYPE } from "./resource-types";
+import { NODE_PREPARATION, REMOTE_COMMAND_TYPE, RKE2_NODE_START } from "../../components/model";
 
 /**
  * `systemctl stop iptables`, `disable --now ip6tables`, `restart iptables`, with any unit suffix.
@@ -16,8 +16,8 @@ const FLUSHES_RULES =
   /\bip6?tables\s+(?:-t\s+\w+\s+)?(-F|--flush)\b|\bip6?tables-restore\b[^\n]*\/etc\/sysconfig\/ip6?tables\b|\/usr\/libexec\/iptables\/ip6?tables\.init\b/;
 
 function commandTexts(type: string, props: Record<string, unknown>): string[] {
-  if (type === NODE_PREPARATION_TYPE) return [String(props.script ?? "")];
-  if (type === RKE2_NODE_START_TYPE)
+  if (type === NODE_PREPARATION.token) return [String(props.script ?? "")];
+  if (type === RKE2_NODE_START.token)
     return [String(props.script ?? ""), String(props.installCommand ?? "")];
   if (type === REMOTE_COMMAND_TYPE) {
     return ["create", "update", "delete"]

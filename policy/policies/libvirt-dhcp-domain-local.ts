@@ -1,5 +1,5 @@
 import { StackValidationPolicy } from "@pulumi/policy";
-import { LIBVIRT_DNS_TYPE } from "./resource-types";
+import { LIBVIRT_DNS_RECORDS } from "../../components/model";
 
 /**
  * A stack policy because it looks at what the network was found to hold (the `domain` output
@@ -12,7 +12,7 @@ export const libvirtDhcpDomainLocal: StackValidationPolicy = {
   enforcementLevel: "advisory",
   validateStack: (args, reportViolation) => {
     for (const dns of args.resources.filter(
-      (r) => r.type === LIBVIRT_DNS_TYPE && r.props.domain === "local",
+      (r) => r.type === LIBVIRT_DNS_RECORDS.token && r.props.domain === "local",
     )) {
       reportViolation(
         `network ${String(dns.props.network)} hands its guests the search domain "local", which its dnsmasq never ` +

@@ -1,13 +1,12 @@
 import { ResourceValidationPolicy } from "@pulumi/policy";
-import { cidrContains, parseCidr } from "../../components/model";
-import { LIBVIRT_DNS_TYPE } from "./resource-types";
+import { cidrContains, parseCidr, LIBVIRT_DNS_RECORDS } from "../../components/model";
 
 export const libvirtDnsRecordInSubnet: ResourceValidationPolicy = {
   name: "libvirt-dns-record-in-subnet",
   description: "Every libvirt DNS record points into the network's own subnet.",
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
-    if (args.type !== LIBVIRT_DNS_TYPE) return;
+    if (args.type !== LIBVIRT_DNS_RECORDS.token) return;
     const subnet = parseCidr(String(args.props.subnet ?? ""));
     if (!subnet) {
       reportViolation(

@@ -1,12 +1,12 @@
 import { StackValidationPolicy } from "@pulumi/policy";
 import { dependsOn } from "./dependencies";
 import {
-  NODE_PREPARATION_TYPE,
-  objectProp,
-  RANCHER_NODE_REGISTRATION_TYPE,
+  NODE_PREPARATION,
+  RANCHER_NODE_REGISTRATION,
   REMOTE_COMMAND_TYPE,
-  RKE2_NODE_START_TYPE,
-} from "./resource-types";
+  RKE2_NODE_START,
+} from "../../components/model";
+import { objectProp } from "./props";
 
 /** Remote commands that install or start RKE2, or register a node with Rancher. */
 const JOINS_CLUSTER =
@@ -17,11 +17,11 @@ export const nodePreparedBeforeClusterJoin: StackValidationPolicy = {
   description: "RKE2 install and Rancher registration on a node depend on that node's preparation.",
   enforcementLevel: "mandatory",
   validateStack: (args, reportViolation) => {
-    const preparations = args.resources.filter((r) => r.type === NODE_PREPARATION_TYPE);
+    const preparations = args.resources.filter((r) => r.type === NODE_PREPARATION.token);
     const joins = args.resources.filter(
       (r) =>
-        r.type === RKE2_NODE_START_TYPE ||
-        r.type === RANCHER_NODE_REGISTRATION_TYPE ||
+        r.type === RKE2_NODE_START.token ||
+        r.type === RANCHER_NODE_REGISTRATION.token ||
         (r.type === REMOTE_COMMAND_TYPE && JOINS_CLUSTER.test(String(r.props.create ?? ""))),
     );
     for (const cmd of joins) {

@@ -3,18 +3,18 @@ import { sampleClusterNames } from "../../components/cluster-dns/corefile-routin
 import { CorednsConfig, corednsConfigsOf, corefileOf, rancherChartValues } from "./coredns-config";
 import { answersNxdomainLocally, reachesKubernetes } from "./corefile-answers";
 import {
-  LIBVIRT_DNS_TYPE,
-  objectProp,
+  LIBVIRT_DNS_RECORDS,
   RANCHER_CLUSTER_TYPE,
-  RANCHER_NODE_REGISTRATION_TYPE,
-} from "./resource-types";
+  RANCHER_NODE_REGISTRATION,
+  inZone,
+} from "../../components/model";
+import { objectProp } from "./props";
 
 const strings = (value: unknown): string[] =>
   Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
 
 /** The search domain a node's name implies: sza122031.local -> local. */
 const domainOf = (node: string) => node.toLowerCase().split(".").slice(1).join(".");
-const within = (name: string, domain: string) => name === domain || name.endsWith(`.${domain}`);
 
 /**
  * What keeps the cluster's rke2-coredns chartValues from being the seed-000 fix for these search
@@ -58,10 +58,10 @@ export const rancherChartValuesCarryDnsFix: StackValidationPolicy = {
     "A Rancher cluster whose nodes carry a search domain the stack neutralises has rke2-coredns chartValues that answer that domain with NXDOMAIN at once and leave the cluster domain to the kubernetes plugin.",
   enforcementLevel: "mandatory",
   validateStack: (args, reportViolation) => {
-    const libvirt = args.resources.filter((r) => r.type === LIBVIRT_DNS_TYPE);
+    const libvirt = args.resources.filter((r) => r.type === LIBVIRT_DNS_RECORDS.token);
     const neutralized = libvirt.flatMap((r) => strings(r.props.neutralizedSearchDomains));
     if (neutralized.length === 0) return;
-    const registrations = args.resources.filter((r) => r.type === RANCHER_NODE_REGISTRATION_TYPE);
+    const registrations = args.resources.filter((r) => r.type === RANCHER_NODE_REGISTRATION.token);
     const rancherHost =
       [
         ...libvirt.map((r) => r.props.rancherHostname),
@@ -73,7 +73,7 @@ export const rancherChartValuesCarryDnsFix: StackValidationPolicy = {
         .filter((r) => r.props.cluster === name)
         .map((r) => String(r.props.node ?? ""));
       const domains = [...new Set(nodes.map(domainOf))].filter(
-        (d) => d && neutralized.some((n) => within(d, n)),
+        (d) => d && neutralized.some((n) => inZone(d, n)),
       );
       if (domains.length === 0) continue;
       const problem = missingFix(cluster, domains, rancherHost);

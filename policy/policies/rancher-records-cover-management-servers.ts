@@ -1,5 +1,5 @@
 import { StackValidationPolicy } from "@pulumi/policy";
-import { LIBVIRT_DNS_TYPE, NODE_PREPARATION_TYPE } from "./resource-types";
+import { LIBVIRT_DNS_RECORDS, NODE_PREPARATION } from "../../components/model";
 
 export const rancherRecordsCoverManagementServers: StackValidationPolicy = {
   name: "rancher-records-cover-management-servers",
@@ -8,11 +8,11 @@ export const rancherRecordsCoverManagementServers: StackValidationPolicy = {
   enforcementLevel: "mandatory",
   validateStack: (args, reportViolation) => {
     const servers = args.resources
-      .filter((r) => r.type === NODE_PREPARATION_TYPE && r.props.cluster === "management")
+      .filter((r) => r.type === NODE_PREPARATION.token && r.props.cluster === "management")
       .filter((r) => Array.isArray(r.props.roles) && r.props.roles.includes("server"))
       .map((r) => String(r.props.nodeIp))
       .sort();
-    for (const dns of args.resources.filter((r) => r.type === LIBVIRT_DNS_TYPE)) {
+    for (const dns of args.resources.filter((r) => r.type === LIBVIRT_DNS_RECORDS.token)) {
       const hostname = dns.props.rancherHostname;
       if (typeof hostname !== "string" || servers.length === 0) continue;
       const records = (dns.props.records ?? []) as { ip: string; hostnames: string[] }[];

@@ -10,9 +10,9 @@ import { PolicyResource } from "@pulumi/policy";
 import { dependsOn } from "./dependencies";
 import {
   RANCHER_CLUSTER_SYNC_TYPE,
-  RANCHER_CLUSTER_WAIT_TYPE,
-  RANCHER_NODE_REGISTRATION_TYPE,
-} from "./resource-types";
+  RANCHER_CLUSTER_WAIT,
+  RANCHER_NODE_REGISTRATION,
+} from "../../components/model";
 
 export interface ClusterRegistrations {
   readonly cluster: string;
@@ -42,9 +42,9 @@ export function gateBetween(
 export function registrationsByCluster(
   resources: readonly PolicyResource[],
 ): ClusterRegistrations[] {
-  const registrations = resources.filter((r) => r.type === RANCHER_NODE_REGISTRATION_TYPE);
+  const registrations = resources.filter((r) => r.type === RANCHER_NODE_REGISTRATION.token);
   const waits = resources.filter(
-    (r) => r.type === RANCHER_CLUSTER_SYNC_TYPE || r.type === RANCHER_CLUSTER_WAIT_TYPE,
+    (r) => r.type === RANCHER_CLUSTER_SYNC_TYPE || r.type === RANCHER_CLUSTER_WAIT.token,
   );
   return [...new Set(registrations.map(clusterOf))].map((cluster) => {
     const members = registrations.filter((r) => clusterOf(r) === cluster);

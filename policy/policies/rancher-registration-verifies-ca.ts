@@ -1,11 +1,7 @@
 import { ResourceValidationPolicy } from "@pulumi/policy";
 import { caChecksumOf, skipsTlsVerification } from "../../components/rancher-cluster/registration";
-import {
-  knownProp,
-  objectProp,
-  RANCHER_NODE_REGISTRATION_TYPE,
-  REMOTE_COMMAND_TYPE,
-} from "./resource-types";
+import { RANCHER_NODE_REGISTRATION, REMOTE_COMMAND_TYPE } from "../../components/model";
+import { knownProp, objectProp } from "./props";
 
 /** Rancher's node command: it installs rancher-system-agent, which registers the node. */
 const AGENT_INSTALL = /system-agent-install\.sh/;
@@ -36,7 +32,7 @@ function registrationGaps(
   name: string,
   props: Record<string, unknown>,
 ): { who: string; gaps: string[] } | undefined {
-  if (type === RANCHER_NODE_REGISTRATION_TYPE) {
+  if (type === RANCHER_NODE_REGISTRATION.token) {
     const node = String(props.node ?? objectProp(props, "connection")?.host ?? name);
     const gaps = knownProp(props, "insecure") === true ? ["is set to insecure"] : [];
     // A preview usually does not know the command yet (it comes from the cluster's token).

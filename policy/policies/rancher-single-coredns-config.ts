@@ -1,6 +1,7 @@
 import { ResourceValidationPolicy } from "@pulumi/policy";
 import { isCorednsHelmChartConfig, manifestObjects, rancherChartValues } from "./coredns-config";
-import { objectProp, RANCHER_CLUSTER_TYPE } from "./resource-types";
+import { RANCHER_CLUSTER_TYPE } from "../../components/model";
+import { objectProp } from "./props";
 
 /** The HelmChartConfig Rancher writes from chartValues: helm.cattle.io, rke2-coredns, kube-system. */
 function isRancherCorednsTarget(doc: Record<string, unknown>): boolean {

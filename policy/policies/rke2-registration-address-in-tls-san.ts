@@ -1,11 +1,7 @@
 import { StackValidationPolicy } from "@pulumi/policy";
 import * as YAML from "yaml";
-import {
-  objectProp,
-  REMOTE_FILE_TYPE,
-  RKE2_CONFIG_PATH,
-  RKE2_NODE_START_TYPE,
-} from "./resource-types";
+import { REMOTE_FILE, RKE2_CONFIG_PATH, RKE2_NODE_START } from "../../components/model";
+import { objectProp } from "./props";
 
 /** The host of a `server: https://<host>:9345` value, or undefined when it is not a URL. */
 function hostOf(server: unknown): string | undefined {
@@ -31,11 +27,11 @@ export const rke2RegistrationAddressInTlsSan: StackValidationPolicy = {
   validateStack: (args, reportViolation) => {
     const serverHosts = new Set(
       args.resources
-        .filter((r) => r.type === RKE2_NODE_START_TYPE && r.props.role === "server")
+        .filter((r) => r.type === RKE2_NODE_START.token && r.props.role === "server")
         .map((r) => String(objectProp(r.props, "connection")?.host)),
     );
     const configs = args.resources
-      .filter((r) => r.type === REMOTE_FILE_TYPE && r.props.path === RKE2_CONFIG_PATH)
+      .filter((r) => r.type === REMOTE_FILE.token && r.props.path === RKE2_CONFIG_PATH)
       .map((r) => ({
         r,
         isServer: serverHosts.has(String(objectProp(r.props, "connection")?.host)),

@@ -1,6 +1,7 @@
 import { StackValidationPolicy } from "@pulumi/policy";
 import { unorderedPairs } from "./dependencies";
-import { objectProp, RKE2_NODE_START_TYPE } from "./resource-types";
+import { RKE2_NODE_START } from "../../components/model";
+import { objectProp } from "./props";
 
 export const rke2ServersJoinOneAtATime: StackValidationPolicy = {
   name: "rke2-servers-join-one-at-a-time",
@@ -9,7 +10,7 @@ export const rke2ServersJoinOneAtATime: StackValidationPolicy = {
   enforcementLevel: "mandatory",
   validateStack: (args, reportViolation) => {
     const starts = args.resources.filter(
-      (r) => r.type === RKE2_NODE_START_TYPE && r.props.role === "server",
+      (r) => r.type === RKE2_NODE_START.token && r.props.role === "server",
     );
     for (const [a, b] of unorderedPairs(starts)) {
       const host = (r: typeof a) => String(objectProp(r.props, "connection")?.host ?? r.name);

@@ -1,5 +1,6 @@
 import { ResourceValidationPolicy } from "@pulumi/policy";
-import { objectProp, SSH_RESOURCE_TYPES } from "./resource-types";
+import { SSH_RESOURCE_TYPES } from "../../components/model";
+import { objectProp } from "./props";
 
 const KEY_LINE = /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,3}$/;
 

@@ -121,7 +121,7 @@ describe("Rancher downstream cluster (Pulumi mocks)", function () {
   it("waits with Rancher's API token as a secret and checks the cluster agent on the init node", () => {
     const active = wait(resources, "sza122031.local");
     assert.ok(isSecret(active.inputs.apiToken), "the API token is not a secret");
-    assert.deepEqual(active.additionalSecretOutputs, ["apiToken", "sshPrivateKey"]);
+    assert.deepEqual([...active.additionalSecretOutputs].sort(), ["apiToken", "sshPrivateKey"]);
     assert.equal(active.inputs.initNode, "sza122031.local");
     assert.equal(active.inputs.rancherUrl, "https://ai-ear.cn");
     assert.equal(active.inputs.podNameserver, model.rancher!.downstreamClusters[0].clusterDnsIp);
@@ -177,10 +177,10 @@ describe("Rancher downstream cluster (Pulumi mocks)", function () {
       assert.equal(r.inputs.insecure, false);
       assert.ok(isSecret(r.inputs.sshPrivateKey));
       assert.ok(isSecret(r.inputs.apiToken));
-      assert.deepEqual(r.additionalSecretOutputs, [
-        "sshPrivateKey",
-        "registrationCommand",
+      assert.deepEqual([...r.additionalSecretOutputs].sort(), [
         "apiToken",
+        "registrationCommand",
+        "sshPrivateKey",
       ]);
     }
   });

@@ -1,7 +1,6 @@
 import { renderUnmanagedDevicesConfig } from "../../components/node-preparation/render";
-import { DEFAULT_UNMANAGED_DEVICES } from "../../components/model";
+import { DEFAULT_UNMANAGED_DEVICES, NODE_PREPARATION } from "../../components/model";
 import { cniDevicesUnmanaged } from "../../policy/policies/cni-devices-unmanaged";
-import { NODE_PREPARATION_TYPE } from "../../policy/policies/resource-types";
 import { assertNoViolations, assertViolation, resource } from "./util";
 
 describe("policy cni-devices-unmanaged", () => {
@@ -14,7 +13,7 @@ describe("policy cni-devices-unmanaged", () => {
 
   it("accepts the default list for calico in IPVS mode", async () => {
     await assertNoViolations(cniDevicesUnmanaged, [
-      resource(NODE_PREPARATION_TYPE, props(DEFAULT_UNMANAGED_DEVICES)),
+      resource(NODE_PREPARATION.token, props(DEFAULT_UNMANAGED_DEVICES)),
     ]);
   });
 
@@ -22,7 +21,7 @@ describe("policy cni-devices-unmanaged", () => {
     const devices = DEFAULT_UNMANAGED_DEVICES.filter((d) => d !== "tunl*");
     await assertViolation(
       cniDevicesUnmanaged,
-      [resource(NODE_PREPARATION_TYPE, props(devices))],
+      [resource(NODE_PREPARATION.token, props(devices))],
       /tunl\*/,
     );
   });
@@ -32,7 +31,7 @@ describe("policy cni-devices-unmanaged", () => {
       cniDevicesUnmanaged,
       [
         resource(
-          NODE_PREPARATION_TYPE,
+          NODE_PREPARATION.token,
           props(["kube-ipvs0", "cali*", "vxlan.calico", "tunl*"], "cilium"),
         ),
       ],
@@ -42,11 +41,11 @@ describe("policy cni-devices-unmanaged", () => {
 
   it("asks flannel nodes for flannel* only", async () => {
     await assertNoViolations(cniDevicesUnmanaged, [
-      resource(NODE_PREPARATION_TYPE, props(["flannel*"], "flannel", "iptables")),
+      resource(NODE_PREPARATION.token, props(["flannel*"], "flannel", "iptables")),
     ]);
     await assertViolation(
       cniDevicesUnmanaged,
-      [resource(NODE_PREPARATION_TYPE, props(["kube-ipvs0"], "flannel", "iptables"))],
+      [resource(NODE_PREPARATION.token, props(["kube-ipvs0"], "flannel", "iptables"))],
       /flannel\*/,
     );
   });

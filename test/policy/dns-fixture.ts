@@ -8,7 +8,7 @@ import {
 } from "../../components/cluster-dns/manifests";
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
 import type { RecordedResource } from "../../components/model";
-import { HELM_CHART_CONFIG_TYPE, NETWORK_POLICY_TYPE } from "../../policy/policies/resource-types";
+import { HELM_CHART_CONFIG_TYPE, NETWORK_POLICY_TYPE } from "../../components/model";
 import { labModel } from "./stack-fixture";
 import { resource } from "./util";
 

@@ -1,5 +1,5 @@
 import { firewallServiceNeverStopped } from "../../policy/policies/firewall-service-never-stopped";
-import { NODE_PREPARATION_TYPE, REMOTE_COMMAND_TYPE } from "../../policy/policies/resource-types";
+import { NODE_PREPARATION, REMOTE_COMMAND_TYPE } from "../../components/model";
 import { componentFile } from "../../components/assets";
 import * as path from "path";
 import { assertNoViolations, assertViolation, resource } from "./util";
@@ -26,7 +26,7 @@ describe("policy firewall-service-never-stopped", () => {
 
   it("accepts the shipped node preparation script", async () => {
     await assertNoViolations(firewallServiceNeverStopped, [
-      resource(NODE_PREPARATION_TYPE, { script }),
+      resource(NODE_PREPARATION.token, { script }),
     ]);
   });
 
@@ -70,7 +70,7 @@ describe("policy firewall-service-never-stopped", () => {
     if (stopping === script) throw new Error("the script no longer stops firewalld this way");
     await assertViolation(
       firewallServiceNeverStopped,
-      [resource(NODE_PREPARATION_TYPE, { script: stopping })],
+      [resource(NODE_PREPARATION.token, { script: stopping })],
       /seed 003/,
     );
   });

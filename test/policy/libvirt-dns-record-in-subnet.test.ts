@@ -1,5 +1,5 @@
 import { libvirtDnsRecordInSubnet } from "../../policy/policies/libvirt-dns-record-in-subnet";
-import { LIBVIRT_DNS_TYPE } from "../../policy/policies/resource-types";
+import { LIBVIRT_DNS_RECORDS } from "../../components/model";
 import { assertNoViolations, assertViolation, resource } from "./util";
 
 describe("policy libvirt-dns-record-in-subnet", () => {
@@ -13,7 +13,9 @@ describe("policy libvirt-dns-record-in-subnet", () => {
   };
 
   it("accepts records inside the subnet", async () => {
-    await assertNoViolations(libvirtDnsRecordInSubnet, [resource(LIBVIRT_DNS_TYPE, compliant)]);
+    await assertNoViolations(libvirtDnsRecordInSubnet, [
+      resource(LIBVIRT_DNS_RECORDS.token, compliant),
+    ]);
   });
 
   it("rejects a record outside the subnet", async () => {
@@ -23,7 +25,7 @@ describe("policy libvirt-dns-record-in-subnet", () => {
     };
     await assertViolation(
       libvirtDnsRecordInSubnet,
-      [resource(LIBVIRT_DNS_TYPE, props)],
+      [resource(LIBVIRT_DNS_RECORDS.token, props)],
       /10\.0\.0\.5 lies outside 192\.168\.122\.0\/24/,
     );
   });
@@ -31,7 +33,7 @@ describe("policy libvirt-dns-record-in-subnet", () => {
   it("rejects records whose subnet is unknown", async () => {
     await assertViolation(
       libvirtDnsRecordInSubnet,
-      [resource(LIBVIRT_DNS_TYPE, { ...compliant, subnet: undefined })],
+      [resource(LIBVIRT_DNS_RECORDS.token, { ...compliant, subnet: undefined })],
       /subnet/,
     );
   });

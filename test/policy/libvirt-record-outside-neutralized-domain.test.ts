@@ -1,5 +1,5 @@
 import { libvirtRecordOutsideNeutralizedDomain } from "../../policy/policies/libvirt-record-outside-neutralized-domain";
-import { LIBVIRT_DNS_TYPE } from "../../policy/policies/resource-types";
+import { LIBVIRT_DNS_RECORDS } from "../../components/model";
 import { assertNoViolations, assertViolation, resource } from "./util";
 
 describe("policy libvirt-record-outside-neutralized-domain", () => {
@@ -10,7 +10,7 @@ describe("policy libvirt-record-outside-neutralized-domain", () => {
 
   it("accepts records outside the neutralised domains", async () => {
     await assertNoViolations(libvirtRecordOutsideNeutralizedDomain, [
-      resource(LIBVIRT_DNS_TYPE, compliant),
+      resource(LIBVIRT_DNS_RECORDS.token, compliant),
     ]);
   });
 
@@ -21,7 +21,7 @@ describe("policy libvirt-record-outside-neutralized-domain", () => {
     };
     await assertViolation(
       libvirtRecordOutsideNeutralizedDomain,
-      [resource(LIBVIRT_DNS_TYPE, props)],
+      [resource(LIBVIRT_DNS_RECORDS.token, props)],
       /rancher\.local .* NXDOMAIN/,
     );
   });

@@ -1,7 +1,6 @@
-import { DEFAULT_UNMANAGED_DEVICES } from "../../components/model";
+import { DEFAULT_UNMANAGED_DEVICES, NODE_PREPARATION } from "../../components/model";
 import { renderUnmanagedDevicesConfig } from "../../components/node-preparation/render";
 import { networkManagerLeavesKubeIpvs0Alone as policy } from "../../policy/policies/networkmanager-leaves-kube-ipvs0-alone";
-import { NODE_PREPARATION_TYPE } from "../../policy/policies/resource-types";
 import { assertNoViolations, assertViolation, resource } from "./util";
 
 describe("policy networkmanager-leaves-kube-ipvs0-alone", () => {
@@ -14,14 +13,14 @@ describe("policy networkmanager-leaves-kube-ipvs0-alone", () => {
 
   it("accepts the default unmanaged list", async () => {
     await assertNoViolations(policy, [
-      resource(NODE_PREPARATION_TYPE, props(DEFAULT_UNMANAGED_DEVICES)),
+      resource(NODE_PREPARATION.token, props(DEFAULT_UNMANAGED_DEVICES)),
     ]);
   });
 
   it("rejects a list without kube-ipvs0 under IPVS kube-proxy", async () => {
     await assertViolation(
       policy,
-      [resource(NODE_PREPARATION_TYPE, props(withoutIpvs))],
+      [resource(NODE_PREPARATION.token, props(withoutIpvs))],
       /kube-ipvs0 holds every ClusterIP/,
     );
   });
@@ -31,12 +30,12 @@ describe("policy networkmanager-leaves-kube-ipvs0-alone", () => {
       ...props(DEFAULT_UNMANAGED_DEVICES),
       networkManagerConfig: "unmanaged-devices=interface-name:kube-ipvs0",
     };
-    await assertViolation(policy, [resource(NODE_PREPARATION_TYPE, p)], /kube-ipvs0/);
+    await assertViolation(policy, [resource(NODE_PREPARATION.token, p)], /kube-ipvs0/);
   });
 
   it("does not ask for kube-ipvs0 when kube-proxy runs in iptables mode", async () => {
     await assertNoViolations(policy, [
-      resource(NODE_PREPARATION_TYPE, props(withoutIpvs, "iptables")),
+      resource(NODE_PREPARATION.token, props(withoutIpvs, "iptables")),
     ]);
   });
 });

@@ -1,14 +1,18 @@
 import { nodePreparedBeforeClusterJoin } from "../../policy/policies/node-prepared-before-cluster-join";
 import {
-  NODE_PREPARATION_TYPE,
-  RANCHER_NODE_REGISTRATION_TYPE,
+  NODE_PREPARATION,
+  RANCHER_NODE_REGISTRATION,
   REMOTE_COMMAND_TYPE,
-} from "../../policy/policies/resource-types";
+} from "../../components/model";
 import type { RecordedResource } from "../../components/model";
 import { assertNoViolations, assertViolation, resource } from "./util";
 
 const connection = { host: "192.168.122.21", user: "root" };
-const prep = resource(NODE_PREPARATION_TYPE, { node: "sza122021.local", connection }, "prepare-21");
+const prep = resource(
+  NODE_PREPARATION.token,
+  { node: "sza122021.local", connection },
+  "prepare-21",
+);
 const install = (deps: RecordedResource[]): RecordedResource => ({
   ...resource(
     REMOTE_COMMAND_TYPE,
@@ -44,7 +48,7 @@ describe("policy node-prepared-before-cluster-join", () => {
 
   it("rejects a Rancher node registration with no path to the node's preparation", async () => {
     const registration = resource(
-      RANCHER_NODE_REGISTRATION_TYPE,
+      RANCHER_NODE_REGISTRATION.token,
       { node: "sza122021.local", cluster: "uat1", connection },
       "register-21",
     );

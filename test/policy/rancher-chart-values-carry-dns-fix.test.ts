@@ -2,7 +2,7 @@ import { rancherChartValuesCarryDnsFix as policy } from "../../policy/policies/r
 import { renderRancherChartValues } from "../../components/cluster-dns/manifests";
 import { CorednsChartValues, CorednsPlugin } from "../../components/cluster-dns/chart";
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
-import { RANCHER_CLUSTER_TYPE } from "../../policy/policies/resource-types";
+import { RANCHER_CLUSTER_TYPE } from "../../components/model";
 import type { RecordedResource } from "../../components/model";
 import { seedValues } from "./dns-fixture";
 import {

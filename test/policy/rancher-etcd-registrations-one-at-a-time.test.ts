@@ -1,5 +1,5 @@
 import { rancherEtcdRegistrationsOneAtATime as policy } from "../../policy/policies/rancher-etcd-registrations-one-at-a-time";
-import { RANCHER_NODE_REGISTRATION_TYPE } from "../../policy/policies/resource-types";
+import { RANCHER_NODE_REGISTRATION } from "../../components/model";
 import {
   changed,
   clusterSync,
@@ -41,6 +41,6 @@ describe("policy rancher-etcd-registrations-one-at-a-time", function () {
   });
 
   it("accepts the lab stack's own registration order", async function () {
-    await assertNoViolations(policy, await labProgramResources(RANCHER_NODE_REGISTRATION_TYPE));
+    await assertNoViolations(policy, await labProgramResources(RANCHER_NODE_REGISTRATION.token));
   });
 });

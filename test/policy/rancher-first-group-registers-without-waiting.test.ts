@@ -1,5 +1,5 @@
 import { rancherFirstGroupRegistersWithoutWaiting as policy } from "../../policy/policies/rancher-first-group-registers-without-waiting";
-import { RANCHER_NODE_REGISTRATION_TYPE } from "../../policy/policies/resource-types";
+import { RANCHER_NODE_REGISTRATION } from "../../components/model";
 import { changed, labProgramResources, registrationChain } from "./rancher-fixture";
 import { assertNoViolations, assertViolation } from "./util";
 
@@ -30,6 +30,6 @@ describe("policy rancher-first-group-registers-without-waiting", function () {
   });
 
   it("accepts the lab stack's own registration order", async function () {
-    await assertNoViolations(policy, await labProgramResources(RANCHER_NODE_REGISTRATION_TYPE));
+    await assertNoViolations(policy, await labProgramResources(RANCHER_NODE_REGISTRATION.token));
   });
 });

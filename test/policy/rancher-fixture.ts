@@ -5,20 +5,18 @@ import * as assert from "assert/strict";
  * registrations ordered by ClusterSyncs, and the libvirt records resource naming the neutralised
  * search domains. Policy cases copy it and change one field.
  */
+import { rancherNodeCommand } from "../../infra/mock-runtime";
 import * as YAML from "yaml";
 import { renderRancherChartValues } from "../../components/cluster-dns/manifests";
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
-import {
-  rancherCaChecksum,
-  rancherNodeCommand,
-} from "../../components/rancher-cluster/registration";
+import { rancherCaChecksum } from "../../components/rancher-cluster/registration";
 import type { RecordedResource } from "../../components/model";
 import {
-  LIBVIRT_DNS_TYPE,
+  LIBVIRT_DNS_RECORDS,
   RANCHER_CLUSTER_SYNC_TYPE,
   RANCHER_CLUSTER_TYPE,
-  RANCHER_NODE_REGISTRATION_TYPE,
-} from "../../policy/policies/resource-types";
+  RANCHER_NODE_REGISTRATION,
+} from "../../components/model";
 import { labModel, resourcesOf } from "./stack-fixture";
 import { HOST_KEY, resource } from "./util";
 
@@ -86,7 +84,7 @@ export function registration(
     pollSeconds: 10,
   };
   return dependingOn(
-    resource(RANCHER_NODE_REGISTRATION_TYPE, props, `register-${spec.node}`),
+    resource(RANCHER_NODE_REGISTRATION.token, props, `register-${spec.node}`),
     after,
   );
 }
@@ -151,7 +149,7 @@ export function clusterV2(rkeConfig: Record<string, unknown> = {}): RecordedReso
 
 /** The libvirt records resource, which records the neutralised search domains for policies. */
 export function libvirtRecords(neutralizedSearchDomains = model.dns.neutralizedSearchDomains) {
-  return resource(LIBVIRT_DNS_TYPE, {
+  return resource(LIBVIRT_DNS_RECORDS.token, {
     network: model.libvirt.network,
     subnet: model.libvirt.subnet,
     rancherHostname: RANCHER_HOST,

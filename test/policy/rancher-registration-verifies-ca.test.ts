@@ -1,10 +1,7 @@
 import * as assert from "assert/strict";
 import { ResourceValidation, unknownCheckingProxy } from "@pulumi/policy";
 import { rancherRegistrationVerifiesCa as policy } from "../../policy/policies/rancher-registration-verifies-ca";
-import {
-  RANCHER_NODE_REGISTRATION_TYPE,
-  REMOTE_COMMAND_TYPE,
-} from "../../policy/policies/resource-types";
+import { RANCHER_NODE_REGISTRATION, REMOTE_COMMAND_TYPE } from "../../components/model";
 import { resourceArgs } from "../../policy/evaluate";
 import {
   CA_CHECKSUM,
@@ -118,6 +115,6 @@ describe("policy rancher-registration-verifies-ca", function () {
   });
 
   it("accepts the lab stack's own registrations", async function () {
-    await assertNoViolations(policy, await labProgramResources(RANCHER_NODE_REGISTRATION_TYPE));
+    await assertNoViolations(policy, await labProgramResources(RANCHER_NODE_REGISTRATION.token));
   });
 });

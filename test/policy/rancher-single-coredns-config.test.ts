@@ -1,7 +1,7 @@
 import { rancherSingleCorednsConfig as policy } from "../../policy/policies/rancher-single-coredns-config";
 import { helmChartConfigObject, renderManifests } from "../../components/cluster-dns/manifests";
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
-import { RANCHER_CLUSTER_TYPE } from "../../policy/policies/resource-types";
+import { RANCHER_CLUSTER_TYPE } from "../../components/model";
 import { clusterV2, labProgramResources, model, uat1 } from "./rancher-fixture";
 import { assertNoViolations, assertViolation } from "./util";
 

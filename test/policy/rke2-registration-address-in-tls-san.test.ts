@@ -1,9 +1,5 @@
 import { rke2RegistrationAddressInTlsSan as policy } from "../../policy/policies/rke2-registration-address-in-tls-san";
-import {
-  REMOTE_FILE_TYPE,
-  RKE2_CONFIG_PATH,
-  RKE2_NODE_START_TYPE,
-} from "../../policy/policies/resource-types";
+import { REMOTE_FILE, RKE2_CONFIG_PATH, RKE2_NODE_START } from "../../components/model";
 import * as YAML from "yaml";
 import type { RecordedResource } from "../../components/model";
 import { assertNoViolations, assertViolation, resource } from "./util";
@@ -36,9 +32,9 @@ function resources(nodes: Record<number, NodeConfig>): RecordedResource[] {
       ...(node.tlsSan !== undefined ? { "tls-san": node.tlsSan } : {}),
     };
     return [
-      resource(RKE2_NODE_START_TYPE, { role: node.role, connection: { host } }, `start-${octet}`),
+      resource(RKE2_NODE_START.token, { role: node.role, connection: { host } }, `start-${octet}`),
       resource(
-        REMOTE_FILE_TYPE,
+        REMOTE_FILE.token,
         { path: RKE2_CONFIG_PATH, connection: { host }, content: YAML.stringify(config) },
         `config-${octet}`,
       ),

@@ -1,5 +1,5 @@
 import { rke2TokenKeptSecret as policy } from "../../policy/policies/rke2-token-kept-secret";
-import { REMOTE_FILE_TYPE, RKE2_CONFIG_PATH } from "../../policy/policies/resource-types";
+import { REMOTE_FILE, RKE2_CONFIG_PATH } from "../../components/model";
 import { assertNoViolations, assertViolation, resource } from "./util";
 
 describe("policy rke2-token-kept-secret", () => {
@@ -11,14 +11,14 @@ describe("policy rke2-token-kept-secret", () => {
 
   it("accepts a config stored as a secret", async () => {
     await assertNoViolations(policy, [
-      { ...resource(REMOTE_FILE_TYPE, props), additionalSecretOutputs: ["content"] },
+      { ...resource(REMOTE_FILE.token, props), additionalSecretOutputs: ["content"] },
     ]);
   });
 
   it("flags a config with the token in plain state", async () => {
     await assertViolation(
       policy,
-      [resource(REMOTE_FILE_TYPE, props)],
+      [resource(REMOTE_FILE.token, props)],
       /join token but is not a secret/,
     );
   });

@@ -1,9 +1,9 @@
 import { sshHostKeyPinned } from "../../policy/policies/ssh-host-key-pinned";
 import {
-  NODE_PREPARATION_TYPE,
-  RANCHER_NODE_REGISTRATION_TYPE,
+  NODE_PREPARATION,
+  RANCHER_NODE_REGISTRATION,
   REMOTE_COMMAND_TYPE,
-} from "../../policy/policies/resource-types";
+} from "../../components/model";
 import { assertNoViolations, assertViolation, HOST_KEY, resource } from "./util";
 
 describe("policy ssh-host-key-pinned", () => {
@@ -12,7 +12,7 @@ describe("policy ssh-host-key-pinned", () => {
   };
 
   it("accepts a connection with a pinned ed25519 key", async () => {
-    await assertNoViolations(sshHostKeyPinned, [resource(NODE_PREPARATION_TYPE, compliant)]);
+    await assertNoViolations(sshHostKeyPinned, [resource(NODE_PREPARATION.token, compliant)]);
   });
 
   it("rejects a remote command without a host key", async () => {
@@ -28,7 +28,7 @@ describe("policy ssh-host-key-pinned", () => {
     const props = { node: "sza122031.local", connection: { host: "192.168.122.31", user: "root" } };
     await assertViolation(
       sshHostKeyPinned,
-      [resource(RANCHER_NODE_REGISTRATION_TYPE, props)],
+      [resource(RANCHER_NODE_REGISTRATION.token, props)],
       /192\.168\.122\.31 must pin the host key/,
     );
   });
@@ -37,7 +37,7 @@ describe("policy ssh-host-key-pinned", () => {
     const props = { connection: { ...compliant.connection, hostKey: "SHA256:abcdef" } };
     await assertViolation(
       sshHostKeyPinned,
-      [resource(NODE_PREPARATION_TYPE, props)],
+      [resource(NODE_PREPARATION.token, props)],
       /must pin the host key/,
     );
   });

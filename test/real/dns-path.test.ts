@@ -16,7 +16,7 @@ import { loadEnvironmentModel } from "../../infra/config/validate";
 import { evaluatePolicies } from "../../policy/evaluate";
 import { corednsClusterDomainReachesKubernetes } from "../../policy/policies/coredns-cluster-domain-reaches-kubernetes";
 import { nodeLocalCarriesFixZones } from "../../policy/policies/nodelocal-carries-fix-zones";
-import { HELM_CHART_CONFIG_TYPE } from "../../policy/policies/resource-types";
+import { HELM_CHART_CONFIG_TYPE } from "../../components/model";
 import { resource } from "../policy/util";
 import {
   createClusterIpService,

@@ -11,7 +11,8 @@ import { componentFile } from "../../components/assets";
 import * as crypto from "crypto";
 import { membershipOf, parseMemberList } from "../../components/rke2-cluster/etcd-members";
 import { NodeStartInputs, startOnNode } from "../../components/rke2-cluster/provider";
-import { PinnedTarget, pinnedTarget, runScript } from "../../components/ssh/run-script";
+import type { SshEndpoint } from "../../components/model";
+import { pinnedEndpoint, runScript } from "../../components/ssh/run-script";
 import {
   inNamespace,
   lab,
@@ -121,7 +122,7 @@ function stepInputs(
   place: { joinsThrough?: typeof A; peers?: (typeof A)[] },
   members = membersScript,
 ): NodeStartInputs {
-  const target = (n: typeof A): PinnedTarget => pinnedTarget(nodeConnection(n.octet));
+  const target = (n: typeof A): SshEndpoint => pinnedEndpoint(nodeConnection(n.octet));
   return {
     node: node.name,
     nodeIp: node.ip,

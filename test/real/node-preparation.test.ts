@@ -9,10 +9,12 @@ import * as pulumi from "@pulumi/pulumi";
 import { componentFile } from "../../components/assets";
 import {
   nodePreparationProvider,
-  nodeScriptParams,
   NodePreparationState,
 } from "../../components/node-preparation/provider";
-import { renderUnmanagedDevicesConfig } from "../../components/node-preparation/render";
+import {
+  nodeScriptParams,
+  renderUnmanagedDevicesConfig,
+} from "../../components/node-preparation/render";
 import { runScript } from "../../components/ssh/run-script";
 import { DEFAULT_UNMANAGED_DEVICES } from "../../components/model";
 import { parsePortChecks, PortCheck } from "../../components/node-preparation/preflight";

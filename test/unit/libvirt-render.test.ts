@@ -5,7 +5,6 @@ import {
   parseDnsHosts,
   parseReplacedWithoutModify,
   planDnsHosts,
-  renderDnsHostDeleteXml,
   renderDnsHostXml,
 } from "../../components/libvirt-dns/render";
 
@@ -99,18 +98,11 @@ describe("libvirt DNS host records", () => {
       );
     });
 
-    it("deletes by IP only, never naming a hostname other records share", () => {
-      const xml = renderDnsHostDeleteXml("192.168.122.21");
-      assert.equal(xml, "<host ip='192.168.122.21'/>");
-      assert.ok(!xml.includes("hostname"));
-    });
-
     it("escapes XML metacharacters in addresses and names", () => {
       assert.equal(
         renderDnsHostXml({ ip: "1.2.3.4'/><x a='", hostnames: ['a<b>&"c'] }),
         "<host ip='1.2.3.4&apos;/&gt;&lt;x a=&apos;'><hostname>a&lt;b&gt;&amp;&quot;c</hostname></host>",
       );
-      assert.equal(renderDnsHostDeleteXml("1.2.3.4'"), "<host ip='1.2.3.4&apos;'/>");
     });
   });
 

@@ -1,10 +1,10 @@
 import * as assert from "assert/strict";
+import { rancherNodeCommand } from "../../infra/mock-runtime";
 import {
   caChecksumOf,
   checkNodeCommand,
   parseNodeCommand,
   rancherCaChecksum,
-  rancherNodeCommand,
   redact,
   registrationPlan,
   registrationPlanDocument,

@@ -1,0 +1,25 @@
+import { UnknownValueError } from "@pulumi/policy";
+
+/**
+ * A property's value, or undefined while a preview does not know it yet: the policy SDK throws
+ * UnknownValueError on reading an unknown, which would turn the whole check into an advisory
+ * "can't run during preview" instead of checking what is known.
+ */
+export function knownProp(props: Record<string, unknown>, name: string): unknown {
+  try {
+    return props[name];
+  } catch (err) {
+    if (err instanceof UnknownValueError) return undefined;
+    throw err;
+  }
+}
+
+export function objectProp(
+  props: Record<string, unknown>,
+  name: string,
+): Record<string, unknown> | undefined {
+  const value = props[name];
+  return typeof value === "object" && value !== null
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
