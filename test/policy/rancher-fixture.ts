@@ -19,7 +19,8 @@ import {
   RANCHER_CLUSTER_TYPE,
   RANCHER_NODE_REGISTRATION_TYPE,
 } from "../../policy/policies/resource-types";
-import { labModel, resourcesOf } from "./stack-fixture";
+import { labModel } from "../support/lab-stack";
+import { resourcesOf } from "./stack-fixture";
 import { HOST_KEY, resource } from "./util";
 
 export const model = labModel();
