@@ -4,11 +4,11 @@ import * as YAML from "yaml";
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
 import { renderRancherChartValues } from "../../components/cluster-dns/manifests";
 import { rancherCaChecksum } from "../../components/rancher-cluster";
-import { EnvironmentModel, NodeSpec } from "../../components/model";
-import { recordProgram, RecordedResource } from "../../infra/mock-runtime";
-import { deployEnvironment, EnvironmentOutputs } from "../../infra/program";
+import { EnvironmentModel, NodeSpec, RecordedResource } from "../../components/model";
+import { EnvironmentOutputs } from "../../infra/program";
 import { renderArtifacts } from "../../infra/render";
 import { labModel } from "../support/lab-stack";
+import { recordEnvironment } from "../support/program";
 import { isSecret } from "../support/secrets";
 import { waitsFor } from "./graph";
 
@@ -35,19 +35,12 @@ function extraNode(model: EnvironmentModel, octet: number, roles: NodeSpec["role
   };
 }
 
-async function record(
-  model: EnvironmentModel,
-): Promise<{ resources: RecordedResource[]; outputs: EnvironmentOutputs }> {
-  let outputs: EnvironmentOutputs | undefined;
-  const resources = await recordProgram("rke2-remediation", model.stack, () => {
-    outputs = deployEnvironment(model, {
-      sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
-      rke2Token: pulumi.secret("K10-join"),
-      rancherToken: pulumi.secret("token-abcde:rancher-api-secret"),
-    });
+const record = (model: EnvironmentModel) =>
+  recordEnvironment(model, {
+    sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
+    rke2Token: pulumi.secret("K10-join"),
+    rancherToken: pulumi.secret("token-abcde:rancher-api-secret"),
   });
-  return { resources, outputs: outputs! };
-}
 
 describe("Rancher downstream cluster (Pulumi mocks)", function () {
   this.timeout(60000);

@@ -20,7 +20,7 @@ import {
   RANCHER_NODE_REGISTRATION_TYPE,
 } from "../../policy/policies/resource-types";
 import { labModel } from "../support/lab-stack";
-import { resourcesOf } from "./stack-fixture";
+import { resourcesOf } from "../support/program";
 import { HOST_KEY, resource } from "./util";
 
 export const model = labModel();
