@@ -50,7 +50,7 @@ export function outsideOperatorNamespace(): string | undefined {
 function refuseOutsideOperatorNamespace(): void {
   const why = outsideOperatorNamespace();
   if (why === undefined) return;
-  throw new Error(
+  const refusal = new Error(
     [
       `The real and e2e tiers run only inside the lab's operator namespace, which has no default`,
       `route and reaches only the lab's addresses; ${why}. Run them with one of:`,
@@ -60,6 +60,9 @@ function refuseOutsideOperatorNamespace(): void {
       `Give every command the same RKE2R_LAB_PREFIX to use a lab other than "rke2r"; run as root.`,
     ].join("\n"),
   );
+  // The message is the whole story; a stack trace through mocha's loader would bury it.
+  refusal.stack = `${refusal.name}: ${refusal.message}`;
+  throw refusal;
 }
 
 refuseOutsideOperatorNamespace();
