@@ -4,12 +4,12 @@ import * as YAML from "yaml";
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
 import { renderRancherChartValues } from "../../components/cluster-dns/manifests";
 import { rancherCaChecksum } from "../../components/rancher-cluster";
-import { EnvironmentModel, NodeSpec } from "../../components/model";
-import { loadEnvironmentModel } from "../../infra/config/validate";
-import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
-import { recordProgram, RecordedResource } from "../../infra/mock-runtime";
-import { deployEnvironment, EnvironmentOutputs } from "../../infra/program";
+import { EnvironmentModel, NodeSpec, RecordedResource } from "../../components/model";
+import { EnvironmentOutputs } from "../../infra/program";
 import { renderArtifacts } from "../../infra/render";
+import { labModel } from "../support/lab-stack";
+import { recordEnvironment } from "../support/program";
+import { isSecret } from "../support/secrets";
 import { waitsFor } from "./graph";
 
 const CLUSTER_V2 = "rancher2:index/clusterV2:ClusterV2";
@@ -17,20 +17,10 @@ const SYNC = "rancher2:index/clusterSync:ClusterSync";
 const REGISTRATION = "pulumi-nodejs:dynamic/rancher:NodeRegistration";
 const WAIT = "pulumi-nodejs:dynamic/rancher:ClusterWait";
 const GATE = "pulumi-nodejs:dynamic/rke2:JoinGate";
-const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 
 /** Whether an output is marked secret (the SDK keeps the flag on the output itself). */
 const isSecretOutput = (output: pulumi.Output<unknown>) =>
   (output as unknown as { isSecret: Promise<boolean> }).isSecret;
-
-const isSecret = (value: unknown) =>
-  typeof value === "object" && value !== null && Object.values(value).includes(SECRET_SIG);
-
-function labModel(): EnvironmentModel {
-  return loadEnvironmentModel("lab", rawConfigFromStackFile(stackFilePath("lab")), {
-    requireSecrets: false,
-  });
-}
 
 /** A uat1 node beside the seed's two, with the given octet and roles. */
 function extraNode(model: EnvironmentModel, octet: number, roles: NodeSpec["roles"]): NodeSpec {
@@ -45,19 +35,12 @@ function extraNode(model: EnvironmentModel, octet: number, roles: NodeSpec["role
   };
 }
 
-async function record(
-  model: EnvironmentModel,
-): Promise<{ resources: RecordedResource[]; outputs: EnvironmentOutputs }> {
-  let outputs: EnvironmentOutputs | undefined;
-  const resources = await recordProgram("rke2-remediation", model.stack, () => {
-    outputs = deployEnvironment(model, {
-      sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
-      rke2Token: pulumi.secret("K10-join"),
-      rancherToken: pulumi.secret("token-abcde:rancher-api-secret"),
-    });
+const record = (model: EnvironmentModel) =>
+  recordEnvironment(model, {
+    sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
+    rke2Token: pulumi.secret("K10-join"),
+    rancherToken: pulumi.secret("token-abcde:rancher-api-secret"),
   });
-  return { resources, outputs: outputs! };
-}
 
 describe("Rancher downstream cluster (Pulumi mocks)", function () {
   this.timeout(60000);

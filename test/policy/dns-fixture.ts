@@ -9,7 +9,7 @@ import {
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
 import type { RecordedResource } from "../../components/model";
 import { HELM_CHART_CONFIG_TYPE, NETWORK_POLICY_TYPE } from "../../components/model";
-import { labModel } from "./stack-fixture";
+import { labModel } from "../support/lab-stack";
 import { resource } from "./util";
 
 export const model = labModel();

@@ -5,11 +5,11 @@ import * as assert from "assert/strict";
  * registrations ordered by ClusterSyncs, and the libvirt records resource naming the neutralised
  * search domains. Policy cases copy it and change one field.
  */
-import { rancherNodeCommand } from "../../infra/mock-runtime";
 import * as YAML from "yaml";
 import { renderRancherChartValues } from "../../components/cluster-dns/manifests";
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
 import { rancherCaChecksum } from "../../components/rancher-cluster/registration";
+import { rancherNodeCommand } from "../../infra/mock-runtime";
 import type { RecordedResource } from "../../components/model";
 import {
   LIBVIRT_DNS_RECORDS,
@@ -17,7 +17,8 @@ import {
   RANCHER_CLUSTER_TYPE,
   RANCHER_NODE_REGISTRATION,
 } from "../../components/model";
-import { labModel, resourcesOf } from "./stack-fixture";
+import { labModel } from "../support/lab-stack";
+import { resourcesOf } from "../support/program";
 import { HOST_KEY, resource } from "./util";
 
 export const model = labModel();

@@ -1,6 +1,7 @@
 import { rancherRecordsCoverManagementServers } from "../../policy/policies/rancher-records-cover-management-servers";
 import { assertNoViolations, assertViolation } from "./util";
-import { labModel, resourcesOf } from "./stack-fixture";
+import { labModel } from "../support/lab-stack";
+import { resourcesOf } from "../support/program";
 
 describe("policy rancher-records-cover-management-servers", function () {
   this.timeout(60000);

@@ -1,6 +1,7 @@
 import { rke2ServersJoinOneAtATime as policy } from "../../policy/policies/rke2-servers-join-one-at-a-time";
 import { assertNoViolations, assertViolation } from "./util";
-import { labModel, resourcesOf } from "./stack-fixture";
+import { labModel } from "../support/lab-stack";
+import { resourcesOf } from "../support/program";
 
 describe("policy rke2-servers-join-one-at-a-time", function () {
   this.timeout(60000);

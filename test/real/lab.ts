@@ -1,9 +1,14 @@
+/**
+ * Access to the running lab for the real and e2e tiers, which run inside its operator namespace.
+ * Every real and e2e test imports this module, and loading it refuses to go on anywhere else
+ * (see refuseOutsideOperatorNamespace): outside that namespace the lab's addresses may be
+ * someone's real network.
+ */
 import * as assert from "assert/strict";
-/** Access to the running lab for the real and e2e tiers, which run inside its operator namespace. */
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { SshConnection } from "../../components/ssh/run-script";
+import type { SshConnection } from "../../components/ssh/run-script";
 
 export const LAB_PREFIX = process.env.RKE2R_LAB_PREFIX ?? "rke2r";
 export const LAB_DIR = process.env.RKE2R_LAB_DIR ?? `/var/tmp/${LAB_PREFIX}-lab`;
@@ -14,6 +19,53 @@ export const LAB_STACK = process.env.RKE2R_LAB_STACK ?? "local";
 export function labNs(role: string): string {
   return `${LAB_PREFIX}-${role}`;
 }
+
+/**
+ * Why this process is not in the lab's operator namespace, or undefined when it is. The lab names
+ * it `<prefix>-op` (test/lab/lab); a named namespace is the object at /run/netns/<name>
+ * (ip-netns(8), iproute2 6.1.0), and two processes share a namespace when the device and inode
+ * of their /proc/<pid>/ns/net are the same (namespaces(7)).
+ */
+export function outsideOperatorNamespace(): string | undefined {
+  const name = labNs("op");
+  let operator: fs.Stats;
+  try {
+    operator = fs.statSync(path.join("/run/netns", name));
+  } catch {
+    return `the lab's operator namespace ${name} does not exist (no lab is up under the prefix "${LAB_PREFIX}")`;
+  }
+  let own: fs.Stats;
+  try {
+    own = fs.statSync("/proc/self/ns/net");
+  } catch (err) {
+    return `this process's network namespace cannot be read (${(err as Error).message})`;
+  }
+  if (own.dev !== operator.dev || own.ino !== operator.ino) {
+    return `this process runs outside the lab's operator namespace ${name}`;
+  }
+  return undefined;
+}
+
+/** Throws, before any test sends a packet, when the tier runs outside the operator namespace. */
+function refuseOutsideOperatorNamespace(): void {
+  const why = outsideOperatorNamespace();
+  if (why === undefined) return;
+  const refusal = new Error(
+    [
+      `The real and e2e tiers run only inside the lab's operator namespace, which has no default`,
+      `route and reaches only the lab's addresses; ${why}. Run them with one of:`,
+      `  npm test                      (every tier: builds the lab, runs, takes it down)`,
+      `  RKE2R_TIERS=real npm test     (or RKE2R_TIERS=e2e; the same, these tiers only)`,
+      `  bash test/lab/lab up && bash test/lab/lab exec npx mocha --timeout 120000 bin/test/real/ssh.test.js`,
+      `Give every command the same RKE2R_LAB_PREFIX to use a lab other than "rke2r"; run as root.`,
+    ].join("\n"),
+  );
+  // The message is the whole story; a stack trace through mocha's loader would bury it.
+  refusal.stack = `${refusal.name}: ${refusal.message}`;
+  throw refusal;
+}
+
+refuseOutsideOperatorNamespace();
 export const REPO = path.resolve(__dirname, "..", "..", "..");
 
 export function operatorKey(): string {

@@ -17,7 +17,7 @@ import {
   dnsKubeletArgs,
   renderChartValuesYaml,
 } from "../../components/cluster-dns/values";
-import { labModel } from "./fixtures";
+import { labModel } from "../support/lab-stack";
 
 /** The rke2-coredns chart (1.47.x) Corefile for its default values, as the ConfigMap holds it. */
 const CHART_DEFAULT_COREFILE =

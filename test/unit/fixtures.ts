@@ -1,27 +1,15 @@
 /**
- * The one compliant fixture every unit test starts from: the `lab` stack file, read the way the
- * offline `render` and `verify` commands read it. Cases change one field of a deep copy.
+ * Changes to the one compliant fixture every unit test starts from, the `lab` stack
+ * (test/support/lab-stack.ts). Cases change one field of a deep copy.
  */
 import * as assert from "assert/strict";
-import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
-import { EnvironmentModel, SECRET_KEYS } from "../../components/model";
+import { SECRET_KEYS } from "../../components/model";
 import { ConfigProblem } from "../../infra/config/problems";
 import { CONFIG_NAMESPACE, RawStackConfig, validateEnvironment } from "../../infra/config/validate";
-
-/** A stack config a test may change: the values are a private deep copy. */
-export interface MutableRawConfig extends RawStackConfig {
-  readonly values: Record<string, unknown>;
-  readonly secretKeys: Set<string>;
-}
+import { labRawConfig, MutableRawConfig } from "../support/lab-stack";
 
 /** A path into the values: `"nodes[1].ssh.hostKey"`, or segments when a key contains dots. */
 export type ConfigPath = string | readonly (string | number)[];
-
-/** A fresh deep copy of the lab stack's config (secrets recorded as absent). */
-export function labRawConfig(): MutableRawConfig {
-  const raw = rawConfigFromStackFile(stackFilePath("lab"));
-  return { values: structuredClone({ ...raw.values }), secretKeys: new Set(raw.secretKeys) };
-}
 
 /** The lab config with every secret recorded as a Pulumi secret, as a deployable stack has. */
 export function labRawConfigWithSecrets(): MutableRawConfig {
@@ -87,12 +75,4 @@ export function problemsOf(
   options: { requireSecrets: boolean } = { requireSecrets: false },
 ): ConfigProblem[] {
   return validateEnvironment("lab", raw, options).problems;
-}
-
-/** The validated lab model; fails the test with every problem if the fixture does not validate. */
-export function labModel(raw: RawStackConfig = labRawConfig()): EnvironmentModel {
-  const { model, problems } = validateEnvironment("lab", raw, { requireSecrets: false });
-  assert.deepEqual(problems, []);
-  assert.ok(model);
-  return model;
 }

@@ -11,7 +11,7 @@ import {
   roleFlags,
 } from "../../components/rancher-cluster/registration";
 import { NodeSpec } from "../../components/model";
-import { labModel } from "./fixtures";
+import { labModel } from "../support/lab-stack";
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n";
 const TOKEN = "tok123456789secret";

@@ -2,7 +2,8 @@ import * as assert from "assert/strict";
 import { spawnSync } from "child_process";
 import * as YAML from "yaml";
 import { Artifact, ArtifactKind, REDACTED, renderArtifacts } from "../../infra/render";
-import { labModel, labRawConfig, setAt } from "./fixtures";
+import { labModel, labRawConfig } from "../support/lab-stack";
+import { setAt } from "./fixtures";
 
 function ofKind(artifacts: readonly Artifact[], kind: ArtifactKind): Artifact[] {
   return artifacts.filter((a) => a.kind === kind);

@@ -1,7 +1,8 @@
 import * as assert from "assert/strict";
 import { restartPlan, RestartPlan } from "../../components/rke2-cluster/restart-plan";
 import { renderArtifacts } from "../../infra/render";
-import { labModel, labWith } from "./fixtures";
+import { labModel } from "../support/lab-stack";
+import { labWith } from "./fixtures";
 
 /** The plan `render` writes for a model, compared with an earlier plan. */
 function planOf(model: ReturnType<typeof labModel>, previous?: RestartPlan): RestartPlan {

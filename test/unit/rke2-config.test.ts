@@ -9,7 +9,7 @@ import {
   Rke2AgentConfigInput,
   Rke2ServerConfigInput,
 } from "../../components/rke2-cluster/config";
-import { labModel } from "./fixtures";
+import { labModel } from "../support/lab-stack";
 
 const TOKEN = "K10test-join-token::server:0123456789abcdef";
 

@@ -7,16 +7,8 @@ import * as YAML from "yaml";
 import { MANAGEMENT_CLUSTER, serversOf } from "../../components/model";
 import { ConfigProblem } from "../../infra/config/problems";
 import { loadEnvironmentModel, validateEnvironment } from "../../infra/config/validate";
-import {
-  getAt,
-  labModel,
-  labRawConfig,
-  labRawConfigWithSecrets,
-  labWith,
-  problemsOf,
-  setAt,
-  stackKey,
-} from "./fixtures";
+import { labModel, labRawConfig } from "../support/lab-stack";
+import { getAt, labRawConfigWithSecrets, labWith, problemsOf, setAt, stackKey } from "./fixtures";
 
 /** The one problem reported under `path`; fails when there is none or more than one. */
 function problemAt(problems: readonly ConfigProblem[], path: string): ConfigProblem {

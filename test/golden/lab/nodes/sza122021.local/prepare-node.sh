@@ -1,0 +1,241 @@
+ACTION='apply'
+NM_CONFIG='[keyfile]
+unmanaged-devices=interface-name:kube-ipvs0;interface-name:cali*;interface-name:vxlan.calico;interface-name:vxlan-v6.calico;interface-name:tunl*;interface-name:flannel*;interface-name:wireguard.cali;interface-name:wg-v6.cali'
+BRING_UP_KUBE_IPVS='false'
+#!/bin/bash
+# Node preparation for RKE2 on Rocky Linux 9 (seed 003). Run over SSH as root, one session per
+# read or apply. Parameters arrive as shell assignments before this script:
+#   ACTION             "read" (report only) or "apply" (converge, then report)
+#   NM_CONFIG          desired content of /etc/NetworkManager/conf.d/99-rke2-unmanaged.conf
+#   BRING_UP_KUBE_IPVS "true" to set kube-ipvs0 up (kube-proxy keeps it DOWN by design)
+# It never stops iptables.service or ip6tables.service: their stop action flushes every rule,
+# including kube-proxy's and Calico's. It deletes exactly the REJECT rules Rocky's defaults add.
+# firewalld is stopped only when its stop provably leaves every other rule alone (see
+# firewalld_stop_blocker); otherwise it is disabled and keeps running until the next reboot.
+# When the NetworkManager drop-in changes while RKE2 runs, it reports reboot_required=true
+# and never reboots by itself.
+# Progress goes to stderr ("changed: ..." / "ok: ..."); the final state goes to stdout as
+# key=value lines.
+set -euo pipefail
+
+NM_CONF=/etc/NetworkManager/conf.d/99-rke2-unmanaged.conf
+REJECT_V4=(-j REJECT --reject-with icmp-host-prohibited)
+REJECT_V6=(-j REJECT --reject-with icmp6-adm-prohibited)
+
+changed() { echo "changed: $*" >&2; }
+ok() { echo "ok: $*" >&2; }
+
+unit_state() {
+  local unit="$1" state
+  state="$(systemctl is-enabled "$unit" 2>/dev/null || true)"
+  case "$state" in
+    enabled | enabled-runtime | alias | static | indirect | generated) echo enabled ;;
+    disabled | masked | masked-runtime) echo disabled ;;
+    *) echo absent ;;
+  esac
+}
+
+unit_active() { systemctl is-active --quiet "$1" 2>/dev/null; }
+
+disable_unit() {
+  local unit="$1"
+  case "$(unit_state "$unit")" in
+    enabled) systemctl disable "$unit" >/dev/null 2>&1 && changed "disabled $unit (left running; stopping it would flush the ruleset)" ;;
+    disabled) ok "$unit is disabled" ;;
+    absent) ok "$unit is not installed" ;;
+  esac
+}
+
+# Why stopping firewalld now would touch rules that are not its own; empty when it would not.
+# firewalld/firewalld@v1.3.4 src/firewall/core/fw.py (stop): with CleanupOnExit (default yes,
+# config/firewalld.conf) it calls flush(), which runs every available backend's flush rules,
+# iptables and ip6tables included even with FirewallBackend=nftables; ipXtables.py
+# (build_flush_rules) sends "-t <table> -F/-X/-Z" for each built-in table, which removes
+# kube-proxy's and Calico's chains. Otherwise it removes only what is its own: the "inet
+# firewalld" table (nftables.py, _build_delete_table_rules), its policy table and the ipsets it
+# defined (fw_ipset.py, flush). firewalld/firewalld@v2.0.0 fw.py
+# (may_skip_flush_direct_backends, commit "avoid iptables flush if using nftables backend",
+# issue #863) skips the iptables flush when the backend is nftables and no direct rule,
+# chain or passthrough exists at runtime (fw_direct.py, has_runtime_configuration).
+firewalld_stop_blocker() {
+  local conf=/etc/firewalld/firewalld.conf cleanup backend version installed skips_iptables
+  local query direct
+  cleanup="$(sed -n 's/^CleanupOnExit=//p' "$conf" 2>/dev/null | tail -n1 || true)"
+  case "${cleanup,,}" in no | false) return 0 ;; esac
+  backend="$(sed -n 's/^FirewallBackend=//p' "$conf" 2>/dev/null | tail -n1 || true)"
+  if [ "${backend:-nftables}" != nftables ]; then
+    echo "FirewallBackend=$backend flushes every iptables table on stop"
+    return 0
+  fi
+  version="$(firewall-cmd --version 2>/dev/null || true)"
+  # Distributions carry the v2.0.0 change into 1.x packages: the installed code counts when it is
+  # the running daemon's version (a package updated under a running daemon changes nothing yet).
+  installed="$(python3 -c 'import importlib.util as u, firewall.config as c; s = u.find_spec("firewall.core.fw"); print(c.VERSION, s.origin if s else "")' 2>/dev/null || true)"
+  if [ "${installed%% *}" = "$version" ] && grep -qs 'def may_skip_flush_direct_backends' "${installed#* }"; then
+    skips_iptables=true
+  elif [ "${version%%.*}" -ge 2 ] 2>/dev/null; then
+    skips_iptables=true
+  else
+    skips_iptables=false
+  fi
+  if [ "$skips_iptables" = false ] && [[ "$version" =~ ^[0-9]+\. ]]; then
+    echo "firewalld $version flushes every iptables table on stop (firewalld/firewalld#863, fixed in 2.0.0)"
+    return 0
+  fi
+  if ! [[ "$version" =~ ^[0-9]+\. ]]; then
+    echo "firewall-cmd --version did not answer, so what its stop flushes is unknown"
+    return 0
+  fi
+  for query in --get-all-chains --get-all-rules --get-all-passthroughs; do
+    if ! direct="$(firewall-cmd --direct "$query" 2>/dev/null)"; then
+      echo "firewall-cmd --direct $query failed, so what its stop flushes is unknown"
+      return 0
+    fi
+    if [ -n "$direct" ]; then
+      echo "firewalld has direct configuration ($query), so its stop flushes every iptables table"
+      return 0
+    fi
+  done
+}
+
+# rancher/rke2-docs@9477b7b1:docs/known_issues.md ("Firewalld conflicts with default
+# networking"): firewalld should be disabled on systems running RKE2.
+prepare_firewalld() {
+  local blocker=""
+  if [ "$(unit_state firewalld.service)" = absent ]; then
+    ok "firewalld.service is not installed"
+    return
+  fi
+  if unit_active firewalld.service; then blocker="$(firewalld_stop_blocker)"; fi
+  if unit_active firewalld.service && [ -z "$blocker" ]; then
+    systemctl disable --now firewalld.service >/dev/null 2>&1
+    changed "disabled and stopped firewalld.service (its stop removes only its own table)"
+  elif [ "$(unit_state firewalld.service)" = enabled ]; then
+    systemctl disable firewalld.service >/dev/null 2>&1
+    if [ -n "$blocker" ]; then
+      changed "disabled firewalld.service and left it running until the next reboot: $blocker"
+      echo "warning: firewalld.service still runs (disabled, gone after the next reboot) because stopping it now would not be safe: $blocker" >&2
+    else
+      changed "disabled firewalld.service"
+    fi
+  elif [ -n "$blocker" ]; then
+    ok "firewalld.service is disabled; still running until the next reboot: $blocker"
+  else
+    ok "firewalld.service is disabled and stopped"
+  fi
+}
+
+# rancher/rke2-docs@9477b7b1:docs/known_issues.md (NetworkManager): nm-cloud-setup.service and
+# nm-cloud-setup.timer add a routing table that interferes with the CNI; disable them if present.
+stop_and_disable() {
+  local unit="$1"
+  if [ "$(unit_state "$unit")" = absent ]; then
+    ok "$unit is not installed"
+  elif [ "$(unit_state "$unit")" = enabled ] || unit_active "$unit"; then
+    systemctl disable --now "$unit" >/dev/null 2>&1
+    changed "disabled and stopped $unit"
+  else
+    ok "$unit is disabled and stopped"
+  fi
+}
+
+# RKE2's units as its installer lays them down; "installed" is what the reboot advice is about.
+rke2_installed() {
+  local unit
+  for unit in rke2-server.service rke2-agent.service; do
+    if [ "$(unit_state "$unit")" != absent ] || unit_active "$unit"; then return 0; fi
+  done
+  return 1
+}
+
+reject_count() {
+  local tool="$1" chain="$2"
+  shift 2
+  local rule
+  rule="$(printf '%s ' -A "$chain" "$@")"
+  "$tool" -S "$chain" 2>/dev/null | grep -cxF -- "${rule% }" || true
+}
+
+remove_reject() {
+  local tool="$1" chain="$2"
+  shift 2
+  local removed=0
+  while "$tool" -C "$chain" "$@" 2>/dev/null; do
+    "$tool" -D "$chain" "$@"
+    removed=$((removed + 1))
+  done
+  if [ "$removed" -gt 0 ]; then changed "removed $removed REJECT rule(s) from $tool $chain"; else ok "$tool $chain has no REJECT rule"; fi
+}
+
+write_nm_config() {
+  local current=""
+  [ -f "$NM_CONF" ] && current="$(cat "$NM_CONF")"
+  if [ "$current" = "$NM_CONFIG" ]; then
+    ok "$NM_CONF is as desired"
+    return
+  fi
+  mkdir -p "$(dirname "$NM_CONF")"
+  local tmp
+  tmp="$(mktemp "$NM_CONF.XXXXXX")"
+  printf '%s\n' "$NM_CONFIG" >"$tmp"
+  chmod 0644 "$tmp"
+  mv -f "$tmp" "$NM_CONF"
+  changed "wrote $NM_CONF"
+  # rancher/rke2-docs@9477b7b1:docs/known_issues.md (NetworkManager): on a system that already has
+  # RKE2 installed, the changed unmanaged devices take effect only after a reboot of the node.
+  if [ "$rke2_present" = true ]; then
+    reboot_required=true
+    echo "warning: $NM_CONF changed on a node that already has RKE2; reboot the node for NetworkManager to leave the CNI devices alone (this run does not reboot it)" >&2
+  fi
+  if [ "$(unit_state NetworkManager.service)" != absent ]; then
+    systemctl reload NetworkManager.service
+    changed "reloaded NetworkManager"
+  fi
+}
+
+reboot_required=false
+rke2_present=false
+if rke2_installed; then rke2_present=true; fi
+
+if [ "$ACTION" = "apply" ]; then
+  # 1. iptables services: disabled, never stopped.
+  disable_unit iptables.service
+  disable_unit ip6tables.service
+  # 2. firewalld: disabled, and stopped when that leaves other rules alone.
+  prepare_firewalld
+  # 3. nm-cloud-setup rewrites routing on some images; RKE2 requires it off. Timer first, so it
+  #    cannot start the service again.
+  stop_and_disable nm-cloud-setup.timer
+  stop_and_disable nm-cloud-setup.service
+  # 4. The REJECT rules iptables.service loaded at boot, and nothing else.
+  remove_reject iptables INPUT "${REJECT_V4[@]}"
+  remove_reject iptables FORWARD "${REJECT_V4[@]}"
+  remove_reject ip6tables INPUT "${REJECT_V6[@]}"
+  remove_reject ip6tables FORWARD "${REJECT_V6[@]}"
+  # 5. NetworkManager leaves kube-ipvs0 and the CNI devices alone.
+  write_nm_config
+  # 6. kube-ipvs0 up only on request.
+  if [ "${BRING_UP_KUBE_IPVS:-false}" = "true" ] && ip link show kube-ipvs0 >/dev/null 2>&1; then
+    if ip link show kube-ipvs0 | grep -q ',UP'; then ok "kube-ipvs0 is up"; else ip link set kube-ipvs0 up && changed "set kube-ipvs0 up"; fi
+  fi
+fi
+
+nm_current=""
+[ -f "$NM_CONF" ] && nm_current="$(cat "$NM_CONF")"
+kube_ipvs0=absent
+if ip link show kube-ipvs0 >/dev/null 2>&1; then
+  if ip link show kube-ipvs0 | grep -q ',UP'; then kube_ipvs0=up; else kube_ipvs0=down; fi
+fi
+echo "iptables_service=$(unit_state iptables.service)"
+echo "ip6tables_service=$(unit_state ip6tables.service)"
+echo "firewalld_service=$(unit_state firewalld.service)"
+echo "firewalld_active=$(unit_active firewalld.service && echo true || echo false)"
+echo "nm_cloud_setup_service=$(unit_state nm-cloud-setup.service)"
+echo "nm_cloud_setup_timer=$(unit_state nm-cloud-setup.timer)"
+echo "nm_cloud_setup_active=$({ unit_active nm-cloud-setup.service || unit_active nm-cloud-setup.timer; } && echo true || echo false)"
+echo "reject_rules=$(($(reject_count iptables INPUT "${REJECT_V4[@]}") + $(reject_count iptables FORWARD "${REJECT_V4[@]}") + $(reject_count ip6tables INPUT "${REJECT_V6[@]}") + $(reject_count ip6tables FORWARD "${REJECT_V6[@]}")))"
+echo "nm_config_b64=$(printf '%s' "$nm_current" | base64 -w0)"
+echo "kube_ipvs0=$kube_ipvs0"
+echo "rke2_installed=$rke2_present"
+echo "reboot_required=$reboot_required"
+

@@ -1,0 +1,32 @@
+/** The program under Pulumi's mock runtime, as `verify` and the component and policy tests see it. */
+import * as pulumi from "@pulumi/pulumi";
+import { EnvironmentModel, RecordedResource } from "../../components/model";
+import { EnvironmentSecrets } from "../../infra/config/load";
+import { recordProgram } from "../../infra/mock-runtime";
+import { deployEnvironment, EnvironmentOutputs } from "../../infra/program";
+
+export interface RecordedEnvironment {
+  readonly resources: RecordedResource[];
+  readonly outputs: EnvironmentOutputs;
+}
+
+/** Runs the program for a model and returns what it registered and the outputs it returned. */
+export async function recordEnvironment(
+  model: EnvironmentModel,
+  secrets: EnvironmentSecrets = { sshPrivateKey: pulumi.secret("key") },
+): Promise<RecordedEnvironment> {
+  let outputs: EnvironmentOutputs | undefined;
+  const resources = await recordProgram("rke2-remediation", model.stack, () => {
+    outputs = deployEnvironment(model, secrets);
+  });
+  if (!outputs) throw new Error("the program returned no outputs");
+  return { resources, outputs };
+}
+
+/** The resources the program registers for a model. */
+export async function resourcesOf(
+  model: EnvironmentModel,
+  secrets?: EnvironmentSecrets,
+): Promise<RecordedResource[]> {
+  return (await recordEnvironment(model, secrets)).resources;
+}
