@@ -47,7 +47,8 @@ export interface EnvironmentOutputs {
  *   2. node preparation, every node in parallel; with more than one management server, the
  *      server ports preflight on each server, after every server is prepared;
  *   3. the management cluster's DNS fix and the upstream resolver preflight, both after the
- *      first server's preparation;
+ *      first server's preparation (with `rke2.dnsDelivery: helmChartConfig` the fix goes
+ *      through the Kubernetes API of a cluster that already runs, and waits for nothing else);
  *   4. the management cluster: its servers one at a time, each after its node's preparation,
  *      the ports preflight and the previous server's join gate, the first one also after the
  *      DNS fix when that is a server manifest (RKE2 applies it when it first starts); then its
