@@ -15,7 +15,7 @@ import {
   EnvironmentModel,
   MANAGEMENT_CLUSTER,
   nodesOfCluster,
-  RancherSettings,
+  SecretKey,
   serversOf,
 } from "../components/model";
 import { EnvironmentSecrets } from "./config/load";
@@ -39,155 +39,228 @@ export interface EnvironmentOutputs {
 }
 
 /**
- * Declares the estate for one validated model. Order of operations, as dependencies:
- *   1. libvirt DNS records and node preparation (independent, nodes in parallel);
- *   2. RKE2 servers, one at a time, each after its node's preparation;
- *   3. cluster DNS;
- *   4. Rancher downstream clusters, each node registered after its preparation, the records and
- *      the management cluster's last join gate (Rancher runs there).
+ * Declares the estate for one validated model in five steps, each a function below that takes
+ * what it needs and returns what the later steps wait for. The order is the one the resources'
+ * dependencies give (README, "The estate and the order of operations", draws it, and
+ * test/component/program-order.test.ts compares that picture with the recorded graph):
+ *   1. the libvirt DNS records on the KVM host; they wait for nothing;
+ *   2. node preparation, every node in parallel; with more than one management server, the
+ *      server ports preflight on each server, after every server is prepared;
+ *   3. the management cluster's DNS fix and the upstream resolver preflight, both after the
+ *      first server's preparation (with `rke2.dnsDelivery: helmChartConfig` the fix goes
+ *      through the Kubernetes API of a cluster that already runs, and waits for nothing else);
+ *   4. the management cluster: its servers one at a time, each after its node's preparation,
+ *      the ports preflight and the previous server's join gate, the first one also after the
+ *      DNS fix when that is a server manifest (RKE2 applies it when it first starts); then its
+ *      agents, in parallel, after the last server's join gate and the same preparation and
+ *      preflight;
+ *   5. the Rancher downstream clusters: each ClusterV2 after the DNS records and the management
+ *      cluster's last join gate (Rancher runs there and is reached by those records); each node
+ *      registers after those, the ClusterV2 and its own preparation, in the order
+ *      RancherDownstreamCluster gives.
+ * A step that the stack's `deploy` selection turns off declares nothing, and the later steps do
+ * not wait for it.
  */
 export function deployEnvironment(
   model: EnvironmentModel,
   secrets: EnvironmentSecrets,
 ): EnvironmentOutputs {
-  const sshPrivateKey = secrets.sshPrivateKey ?? pulumi.secret("");
-  const outputs: {
-    libvirtDnsRecords?: pulumi.Output<unknown>;
-    preparedNodes: Record<string, pulumi.Output<boolean>>;
-    nodesRequiringReboot: pulumi.Output<string[]>;
-    downstreamChartValues: Record<string, string>;
-    downstreamClusters: EnvironmentOutputs["downstreamClusters"];
-  } = {
-    preparedNodes: {},
-    nodesRequiringReboot: pulumi.output([]),
-    downstreamChartValues: {},
-    downstreamClusters: {},
+  const keys = withEmptySecrets(secrets);
+  const records = declareLibvirtDnsRecords(model, keys); // 1.
+  const prepared = prepareNodes(model, keys); // 2.
+  const beforeFirstStart = deliverManagementClusterDns(model, keys, prepared); // 3.
+  const rancherHome = joinManagementCluster(model, keys, prepared, beforeFirstStart); // 4.
+  const rancherReady = [...(records ? [records] : []), ...rancherHome];
+  const downstream = deployDownstreamClusters(model, keys, prepared, rancherReady); // 5.
+  return {
+    ...(records ? { libvirtDnsRecords: records.records } : {}),
+    preparedNodes: Object.fromEntries(
+      [...prepared.byNode].map(([node, preparation]) => [node, preparation.firewallReady]),
+    ),
+    nodesRequiringReboot:
+      prepared.byNode.size > 0
+        ? nodesRequiringReboot([...prepared.byNode.values()])
+        : pulumi.output([]),
+    ...downstream,
   };
+}
 
-  let records: LibvirtDnsRecords | undefined;
-  if (model.deploy.libvirtDnsRecords) {
-    records = new LibvirtDnsRecords("libvirt-dns", {
-      ssh: model.libvirt.ssh,
+/** The secrets the steps pass on; one the stack lacks is an empty secret (previews run without). */
+type StepSecrets = Readonly<Record<SecretKey, pulumi.Output<string>>>;
+
+function withEmptySecrets(secrets: EnvironmentSecrets): StepSecrets {
+  return {
+    sshPrivateKey: secrets.sshPrivateKey ?? pulumi.secret(""),
+    rke2Token: secrets.rke2Token ?? pulumi.secret(""),
+    rancherToken: secrets.rancherToken ?? pulumi.secret(""),
+    kubeconfig: secrets.kubeconfig ?? pulumi.secret(""),
+  };
+}
+
+/** Step 1: the libvirt DNS records, when the stack manages them. */
+function declareLibvirtDnsRecords(
+  model: EnvironmentModel,
+  secrets: StepSecrets,
+): LibvirtDnsRecords | undefined {
+  if (!model.deploy.libvirtDnsRecords) return undefined;
+  return new LibvirtDnsRecords("libvirt-dns", {
+    ssh: model.libvirt.ssh,
+    sshPrivateKey: secrets.sshPrivateKey,
+    network: model.libvirt.network,
+    subnet: model.libvirt.subnet,
+    rancherHostname: model.rancher?.hostname,
+    neutralizedSearchDomains: model.dns.neutralizedSearchDomains,
+    dhcpDomain: model.libvirt.dhcpDomain,
+    records: model.libvirt.dnsRecords,
+  });
+}
+
+/** What step 2 leaves for the later steps; empty when the stack does not prepare nodes. */
+interface PreparedNodes {
+  /** Each node's preparation, by node name, in the stack's node order. */
+  readonly byNode: ReadonlyMap<string, NodePreparation>;
+  /** The server ports preflight on each management server (none with a single server). */
+  readonly portsPreflights: readonly ServerPortsPreflight[];
+}
+
+/** The preparation of one node, as a list to wait for (empty when nodes are not prepared). */
+function preparationOf(prepared: PreparedNodes, node: string): pulumi.Resource[] {
+  const preparation = prepared.byNode.get(node);
+  return preparation ? [preparation] : [];
+}
+
+/** Step 2: every node's preparation, then the server ports preflight between the servers. */
+function prepareNodes(model: EnvironmentModel, secrets: StepSecrets): PreparedNodes {
+  const { sshPrivateKey } = secrets;
+  const byNode = new Map<string, NodePreparation>();
+  if (!model.deploy.nodePreparation) return { byNode, portsPreflights: [] };
+  const clusters = [model.management, ...(model.rancher?.downstreamClusters ?? [])];
+  for (const node of model.nodes) {
+    const cluster = clusters.find((c) => c.name === node.cluster) ?? model.management;
+    const preparation = new NodePreparation(`prepare-${node.name}`, {
+      node,
       sshPrivateKey,
-      network: model.libvirt.network,
-      subnet: model.libvirt.subnet,
-      rancherHostname: model.rancher?.hostname,
-      neutralizedSearchDomains: model.dns.neutralizedSearchDomains,
-      dhcpDomain: model.libvirt.dhcpDomain,
-      records: model.libvirt.dnsRecords,
+      unmanagedDevices: model.nodePreparation.unmanagedDevices,
+      bringUpKubeIpvs: model.nodePreparation.bringUpKubeIpvs,
+      cni: cluster.cni,
+      kubeProxyMode: cluster.kubeProxyMode,
     });
-    outputs.libvirtDnsRecords = records.records;
+    byNode.set(node.name, preparation);
   }
-
-  const preparations = new Map<string, NodePreparation>();
-  const portPreflights: ServerPortsPreflight[] = [];
-  if (model.deploy.nodePreparation) {
-    const clusters = [model.management, ...(model.rancher?.downstreamClusters ?? [])];
-    for (const node of model.nodes) {
-      const cluster = clusters.find((c) => c.name === node.cluster) ?? model.management;
-      const prepared = new NodePreparation(`prepare-${node.name}`, {
-        node,
-        sshPrivateKey,
-        unmanagedDevices: model.nodePreparation.unmanagedDevices,
-        bringUpKubeIpvs: model.nodePreparation.bringUpKubeIpvs,
-        cni: cluster.cni,
-        kubeProxyMode: cluster.kubeProxyMode,
-      });
-      outputs.preparedNodes[node.name] = prepared.firewallReady;
-      preparations.set(node.name, prepared);
-    }
-    outputs.nodesRequiringReboot = nodesRequiringReboot([...preparations.values()]);
-    // Live-state preflight: every server reaches every other one on the RKE2 ports.
-    const servers = serversOf(model);
-    const serverPreparations = servers.map((s) => preparations.get(s.name)!);
-    for (const server of servers.length > 1 ? servers : []) {
-      const preflight = new ServerPortsPreflight(
+  // Live-state preflight: every server reaches every other one on the RKE2 ports.
+  const servers = serversOf(model);
+  const serverPreparations = servers.map((s) => byNode.get(s.name)!);
+  const portsPreflights = (servers.length > 1 ? servers : []).map(
+    (server) =>
+      new ServerPortsPreflight(
         `preflight-${server.name}`,
         { server, peers: servers.filter((p) => p !== server), sshPrivateKey },
         { dependsOn: serverPreparations },
-      );
-      portPreflights.push(preflight);
-    }
-  }
-  const [firstServer] = serversOf(model);
-  let managementDns: ClusterDns | undefined;
-  if (model.deploy.clusterDns && firstServer) {
-    const afterPreparation = preparations.has(firstServer.name)
-      ? [preparations.get(firstServer.name)!]
-      : [];
-    const delivery: DnsDelivery =
-      model.management.dnsDelivery === "helmChartConfig"
-        ? {
-            kind: "helmChartConfig",
-            provider: new k8s.Provider("management-cluster", {
-              kubeconfig: secrets.kubeconfig ?? pulumi.secret(""),
-            }),
-          }
-        : { kind: "serverManifest", server: firstServer, sshPrivateKey };
-    managementDns = new ClusterDns(
-      `dns-${model.management.name}`,
-      { cluster: model.management, dns: model.dns, delivery },
-      { dependsOn: afterPreparation },
-    );
-    new UpstreamResolverPreflight(
-      "upstream-resolvers",
-      { node: firstServer, sshPrivateKey, upstreams: model.dns.upstreamResolvers },
-      { dependsOn: afterPreparation },
-    );
-  }
-  let management: Rke2Cluster | undefined;
-  if (model.deploy.rke2Servers && firstServer) {
-    // Each server waits for its preparation and for the server ports preflight; the first one
-    // also for the DNS manifest, which must be in place before RKE2 first starts.
-    const prerequisites = new Map<string, pulumi.Resource[]>();
-    for (const node of model.nodes.filter((n) => n.cluster === MANAGEMENT_CLUSTER)) {
-      const prep = preparations.get(node.name);
-      prerequisites.set(node.name, [...(prep ? [prep] : []), ...portPreflights]);
-    }
-    if (managementDns && model.management.dnsDelivery === "serverManifest") {
-      prerequisites.get(firstServer.name)!.push(managementDns);
-    }
-    management = new Rke2Cluster(model.management.name, {
-      cluster: model.management,
-      servers: serversOf(model),
-      agents: model.nodes.filter(
-        (n) => n.cluster === MANAGEMENT_CLUSTER && n.roles.includes("agent"),
       ),
-      token: secrets.rke2Token ?? pulumi.secret(""),
-      sshPrivateKey,
-      kubeletArgs: dnsKubeletArgs(model.dns, model.management),
-      installCommand: model.management.installCommand,
-      gateTimeoutSeconds: model.management.joinGate.timeoutSeconds,
-      gatePollSeconds: model.management.joinGate.pollSeconds,
-      serverJoin: model.management.serverJoin,
-      prerequisites,
-    });
-  }
-  if (model.rancher && (model.deploy.clusterDns || model.deploy.rancherClusters)) {
-    // Rancher runs on the management cluster and is reached by its DNS records: when this
-    // stack builds them, Rancher's API is used and nodes register only after them.
-    const rancherReady = [...(records ? [records] : []), ...(management?.gates.slice(-1) ?? [])];
-    deployDownstreamClusters(model, model.rancher, secrets, outputs, rancherReady, (node) => [
-      ...(preparations.has(node) ? [preparations.get(node)!] : []),
-      ...rancherReady,
-    ]);
-  }
-  return outputs;
+  );
+  return { byNode, portsPreflights };
 }
 
-/** The DNS values of every downstream cluster and, when selected, the clusters themselves. */
+/**
+ * Step 3: the management cluster's DNS fix and the upstream resolver preflight, on the first
+ * server after its preparation. Returns what RKE2's first start on that server waits for: the
+ * fix when it is a server manifest, which RKE2 applies when it starts.
+ */
+function deliverManagementClusterDns(
+  model: EnvironmentModel,
+  secrets: StepSecrets,
+  prepared: PreparedNodes,
+): pulumi.Resource[] {
+  const [firstServer] = serversOf(model);
+  if (!model.deploy.clusterDns || !firstServer) return [];
+  const { sshPrivateKey } = secrets;
+  const afterPreparation = preparationOf(prepared, firstServer.name);
+  const delivery: DnsDelivery =
+    model.management.dnsDelivery === "helmChartConfig"
+      ? {
+          kind: "helmChartConfig",
+          provider: new k8s.Provider("management-cluster", {
+            kubeconfig: secrets.kubeconfig,
+          }),
+        }
+      : { kind: "serverManifest", server: firstServer, sshPrivateKey };
+  const fix = new ClusterDns(
+    `dns-${model.management.name}`,
+    { cluster: model.management, dns: model.dns, delivery },
+    { dependsOn: afterPreparation },
+  );
+  new UpstreamResolverPreflight(
+    "upstream-resolvers",
+    { node: firstServer, sshPrivateKey, upstreams: model.dns.upstreamResolvers },
+    { dependsOn: afterPreparation },
+  );
+  return delivery.kind === "serverManifest" ? [fix] : [];
+}
+
+/**
+ * Step 4: RKE2 on the management cluster's nodes, servers one at a time and then the agents
+ * (Rke2Cluster orders them). Every node waits for its preparation and the ports preflight, the
+ * first server also for `beforeFirstStart`. Returns what a client of the cluster waits for: the
+ * last server's join gate (nothing when the stack does not run RKE2 there).
+ */
+function joinManagementCluster(
+  model: EnvironmentModel,
+  secrets: StepSecrets,
+  prepared: PreparedNodes,
+  beforeFirstStart: readonly pulumi.Resource[],
+): pulumi.Resource[] {
+  const servers = serversOf(model);
+  const [firstServer] = servers;
+  if (!model.deploy.rke2Servers || !firstServer) return [];
+  const managementNodes = model.nodes.filter((n) => n.cluster === MANAGEMENT_CLUSTER);
+  const prerequisites = new Map(
+    managementNodes.map((node) => [
+      node.name,
+      [
+        ...preparationOf(prepared, node.name),
+        ...prepared.portsPreflights,
+        ...(node === firstServer ? beforeFirstStart : []),
+      ],
+    ]),
+  );
+  const management = new Rke2Cluster(model.management.name, {
+    cluster: model.management,
+    servers,
+    agents: managementNodes.filter((n) => n.roles.includes("agent")),
+    token: secrets.rke2Token,
+    sshPrivateKey: secrets.sshPrivateKey,
+    kubeletArgs: dnsKubeletArgs(model.dns, model.management),
+    installCommand: model.management.installCommand,
+    gateTimeoutSeconds: model.management.joinGate.timeoutSeconds,
+    gatePollSeconds: model.management.joinGate.pollSeconds,
+    serverJoin: model.management.serverJoin,
+    prerequisites,
+  });
+  return management.gates.slice(-1);
+}
+
+/**
+ * Step 5: the DNS values of every downstream cluster and, when selected, the clusters
+ * themselves: Rancher's API is used after `rancherReady` (Rancher's DNS records and the
+ * management cluster it runs on, when this stack builds them), and each node registers after
+ * those and its own preparation.
+ */
 function deployDownstreamClusters(
   model: EnvironmentModel,
-  rancher: RancherSettings,
-  secrets: EnvironmentSecrets,
-  outputs: Pick<EnvironmentOutputs, "downstreamChartValues" | "downstreamClusters">,
+  secrets: StepSecrets,
+  prepared: PreparedNodes,
   rancherReady: pulumi.Resource[],
-  prerequisitesOf: (node: string) => pulumi.Resource[],
-): void {
+): Pick<EnvironmentOutputs, "downstreamChartValues" | "downstreamClusters"> {
+  const outputs: Pick<EnvironmentOutputs, "downstreamChartValues" | "downstreamClusters"> = {
+    downstreamChartValues: {},
+    downstreamClusters: {},
+  };
+  const rancher = model.rancher;
+  if (!rancher || !(model.deploy.clusterDns || model.deploy.rancherClusters)) return outputs;
   const provider = model.deploy.rancherClusters
     ? new rancher2.Provider("rancher", {
         apiUrl: rancher.url,
-        tokenKey: secrets.rancherToken ?? pulumi.secret(""),
+        tokenKey: secrets.rancherToken,
         caCerts: rancher.caCertificate,
       })
     : undefined;
@@ -213,12 +286,14 @@ function deployDownstreamClusters(
       caCertificate: rancher.caCertificate,
       rancherHost: rancher.hostname,
       rancherUrl: rancher.url,
-      apiToken: secrets.rancherToken ?? pulumi.secret(""),
+      apiToken: secrets.rancherToken,
       podNameserver,
       provider,
       rancherReady,
-      sshPrivateKey: secrets.sshPrivateKey ?? pulumi.secret(""),
-      prerequisites: new Map(nodes.map((n) => [n.name, prerequisitesOf(n.name)])),
+      sshPrivateKey: secrets.sshPrivateKey,
+      prerequisites: new Map(
+        nodes.map((n) => [n.name, [...preparationOf(prepared, n.name), ...rancherReady]]),
+      ),
     });
     outputs.downstreamClusters[cluster.name] = {
       id: downstream.clusterId,
@@ -226,4 +301,5 @@ function deployDownstreamClusters(
       registrationToken: downstream.registrationToken,
     };
   }
+  return outputs;
 }

@@ -131,12 +131,30 @@ export interface NodePreparationSettings {
   readonly bringUpKubeIpvs: boolean;
 }
 
-/** Which parts this stack converges; a lab without Kubernetes turns the cluster parts off. */
+/**
+ * Which parts this stack converges (stack keys `deploy.*`, each true by default); a lab without
+ * Kubernetes turns the cluster parts off. A part turned off declares nothing, and nothing waits
+ * for it.
+ */
 export interface DeploySelection {
+  /** The libvirt DNS records on the KVM host. */
   readonly libvirtDnsRecords: boolean;
+  /** Every node's preparation, management and downstream, and the server ports preflight. */
   readonly nodePreparation: boolean;
+  /**
+   * RKE2 on every node of the management cluster, servers and agents alike (the key keeps its
+   * name for existing stacks): config.yaml, install and start, the servers' join gates.
+   */
   readonly rke2Servers: boolean;
+  /**
+   * The management cluster's DNS fix and the upstream resolver preflight on its first server;
+   * with Rancher, this or `rancherClusters` computes the downstream clusters' chartValues.
+   */
   readonly clusterDns: boolean;
+  /**
+   * The Rancher provider and each downstream cluster: its ClusterV2, whose chartValues carry
+   * the DNS fix whatever `clusterDns` says, and its nodes' registration.
+   */
   readonly rancherClusters: boolean;
 }
 

@@ -247,6 +247,26 @@ describe("program (Pulumi mocks)", function () {
       assert.equal(find("management-start-sza122025.local").inputs.role, "agent");
     });
 
+    it("leave agents alone too when deploy.rke2Servers is off, and let Rancher wait only for the records", async () => {
+      const off = {
+        ...model,
+        nodes: [...model.nodes, agentNode(25)],
+        deploy: { ...model.deploy, rke2Servers: false },
+      };
+      const recorded = await record(off);
+      const rke2 = recorded.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic/rke2:"));
+      assert.deepEqual(
+        rke2.map((r) => r.name),
+        [],
+      );
+      assert.ok(!recorded.some((r) => r.inputs.path === "/etc/rancher/rke2/config.yaml"));
+      const clusterV2 = recorded.find((r) => r.type === "rancher2:index/clusterV2:ClusterV2")!;
+      assert.deepEqual(
+        clusterV2.dependencies.map((u) => u.slice(u.lastIndexOf("::") + 2)),
+        ["libvirt-dns-hosts"],
+      );
+    });
+
     it("join servers and agents through the stack's registration address", async () => {
       const agent = agentNode(25);
       const management = {
