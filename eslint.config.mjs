@@ -1,6 +1,54 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+// Layers point down (CONVENTIONS.md): infra/ -> components/ -> the model and pure renderers;
+// policy/ uses only the model and renderers. Each block below lists every pattern that applies
+// to its files: for a file several blocks match, the last block's list is the one ESLint uses.
+
+/** Files under components/ that declare Pulumi resources or dynamic providers. Every other file
+ * there is pure (model, renderers, parsers, plans) and loads no Pulumi SDK. */
+const RESOURCE_FILES = [
+  "components/*/index.ts",
+  "components/**/provider.ts",
+  "components/**/*-provider.ts",
+  "components/**/preflight.ts",
+  "components/rancher-cluster/cluster-wait.ts",
+  "components/ssh/host-step-resource.ts",
+];
+const COMPONENT_FOLDERS =
+  "cluster-dns|libvirt-dns|node-preparation|rancher-cluster|remote-file|rke2-cluster|ssh";
+
+const upward = [
+  {
+    regex: "(^|/)infra(/|$)",
+    message: "components/ and policy/ never import infra/: the program sits above them.",
+  },
+  { regex: "(^|/)test(/|$)", message: "product code never imports tests." },
+];
+const sdk = [
+  {
+    group: ["@pulumi/*"],
+    message:
+      "pure code (model, renderers, policies' helpers) loads no Pulumi SDK; move the resource part into a resource file.",
+  },
+];
+const resourceFiles = [
+  {
+    regex: "(^|/)(index|provider|[a-z0-9-]+-provider|preflight|cluster-wait|host-step-resource)$",
+    message:
+      "pure code imports no resource file (it would load the Pulumi SDK); import the pure module that holds what you need.",
+  },
+  {
+    regex: `^(\\.\\.?/)*(components/)?(${COMPONENT_FOLDERS})$|^\\.\\.?$`,
+    message:
+      "a component folder's index declares resources; pure code imports the pure module inside it.",
+  },
+];
+
+const restrict = (...groups) => ({
+  "no-restricted-imports": ["error", { patterns: groups.flat() }],
+});
+
 export default tseslint.config(
   {
     ignores: ["node_modules/**", "bin/**", "policy/node_modules/**", "policy/bin/**", "scripts/**"],
@@ -34,5 +82,37 @@ export default tseslint.config(
         { argsIgnorePattern: "^_", varsIgnorePattern: "^_" },
       ],
     },
+  },
+  {
+    files: ["components/**/*.ts"],
+    rules: restrict(upward),
+  },
+  {
+    files: ["components/**/*.ts"],
+    ignores: RESOURCE_FILES,
+    rules: restrict(upward, sdk, resourceFiles),
+  },
+  {
+    // The model is the shared vocabulary: it imports nothing outside itself.
+    files: ["components/model/**/*.ts"],
+    rules: restrict(upward, sdk, resourceFiles, [
+      { regex: "^\\.\\./", message: "the model imports nothing outside components/model." },
+    ]),
+  },
+  {
+    // The offline render command: renderers only, so it runs without the Pulumi SDK.
+    files: ["infra/render.ts", "infra/cli/render.ts", "infra/config/stack-file.ts"],
+    rules: restrict(sdk, resourceFiles),
+  },
+  {
+    files: ["policy/**/*.ts"],
+    ignores: ["policy/node_modules/**"],
+    rules: restrict(upward, resourceFiles, [
+      {
+        group: ["@pulumi/*", "!@pulumi/policy"],
+        message: "policies use the policy SDK, the model and renderers only.",
+      },
+      { group: ["ssh2"], message: "policies open no SSH session." },
+    ]),
   },
 );

@@ -5,7 +5,7 @@
 import * as fs from "fs";
 import * as path from "path";
 import { ConfigValidationError } from "../config/problems";
-import { rawConfigFromStackFile, stackFilePath } from "../config/load";
+import { rawConfigFromStackFile, stackFilePath } from "../config/stack-file";
 import { loadEnvironmentModel } from "../config/validate";
 import { renderArtifacts } from "../render";
 import { restartPlan, RestartPlan } from "../../components/rke2-cluster/restart-plan";

@@ -6,7 +6,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { allPolicies } from "../../policy/policies";
 import { evaluatePolicies, Violation } from "../../policy/evaluate";
-import { rawConfigFromStackFile, stackFilePath } from "../config/load";
+import { rawConfigFromStackFile, stackFilePath } from "../config/stack-file";
 import { SECRET_KEYS } from "../../components/model";
 import { CONFIG_NAMESPACE, validateEnvironment } from "../config/validate";
 import { recordProgram } from "../mock-runtime";

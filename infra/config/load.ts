@@ -1,39 +1,8 @@
-import * as fs from "fs";
-import * as path from "path";
+/** Stack config and secrets as the Pulumi engine hands them to the program. */
 import * as pulumi from "@pulumi/pulumi";
-import * as YAML from "yaml";
 import { SECRET_KEYS, SecretKey } from "../../components/model";
+import { splitKey } from "./stack-file";
 import { CONFIG_NAMESPACE, RawStackConfig } from "./validate";
-
-/** Where stack files live, as Pulumi.yaml's stackConfigDir says. */
-export const STACKS_DIR = path.resolve(__dirname, "..", "..", "..", "stacks");
-
-export function stackFilePath(stack: string): string {
-  return path.join(STACKS_DIR, `Pulumi.${stack}.yaml`);
-}
-
-/**
- * Reads a stack file without the Pulumi CLI, for the offline `render` and `verify` commands.
- * Values stored as `secure:` are recorded as present secrets; their ciphertext is never read.
- */
-export function rawConfigFromStackFile(file: string): RawStackConfig {
-  if (!fs.existsSync(file)) {
-    throw new Error(`stack file ${file} does not exist; create it or pass an existing --stack.`);
-  }
-  const doc = (YAML.parse(fs.readFileSync(file, "utf8")) ?? {}) as {
-    config?: Record<string, unknown>;
-  };
-  const values: Record<string, unknown> = {};
-  const secretKeys = new Set<string>();
-  const otherNamespaceKeys: string[] = [];
-  for (const [fullKey, value] of Object.entries(doc.config ?? {})) {
-    const [ns, key] = splitKey(fullKey);
-    if (ns !== CONFIG_NAMESPACE) otherNamespaceKeys.push(fullKey);
-    else if (isSecureValue(value)) secretKeys.add(key);
-    else values[key] = value;
-  }
-  return { values, secretKeys, otherNamespaceKeys };
-}
 
 /** Reads the config the Pulumi engine handed to this program. Secret values are left out. */
 export function rawConfigFromPulumi(): RawStackConfig {
@@ -70,17 +39,6 @@ export function secretsFromPulumi(): EnvironmentSecrets {
     if (value !== undefined) secrets[key] = value;
   }
   return secrets;
-}
-
-function splitKey(fullKey: string): [string, string] {
-  const i = fullKey.indexOf(":");
-  if (i < 0) return ["", fullKey];
-  // The engine may hand keys as "<ns>:config:<key>" (older form).
-  return [fullKey.slice(0, i), fullKey.slice(i + 1).replace(/^config:/, "")];
-}
-
-function isSecureValue(value: unknown): boolean {
-  return typeof value === "object" && value !== null && "secure" in value;
 }
 
 /** Structured config arrives as JSON text; plain strings stay strings. */

@@ -5,7 +5,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
-import { stackFilePath } from "../../infra/config/load";
+import { stackFilePath } from "../../infra/config/stack-file";
 
 const BIN = path.resolve(__dirname, "..", "..", "infra", "cli");
 const NS = "rke2-remediation";

@@ -1,6 +1,6 @@
 import * as assert from "assert/strict";
 import * as pulumi from "@pulumi/pulumi";
-import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
+import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/stack-file";
 import { loadEnvironmentModel } from "../../infra/config/validate";
 import { rancherPreviewOutputs, recordProgram } from "../../infra/mock-runtime";
 import { deployEnvironment, EnvironmentOutputs } from "../../infra/program";

@@ -7,16 +7,15 @@ import * as assert from "assert/strict";
 import * as fs from "fs";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
-import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
-import { loadEnvironmentModel } from "../../infra/config/validate";
-import { recordProgram, RecordedResource } from "../../infra/mock-runtime";
-import { deployEnvironment } from "../../infra/program";
+import { labModel } from "../support/lab-stack";
+import { resourcesOf } from "../support/program";
 import {
   DownstreamRole,
   EnvironmentModel,
   MANAGEMENT_CLUSTER,
   nodesOfCluster,
   NodeSpec,
+  RecordedResource,
   serversOf,
 } from "../../components/model";
 import { registrationPlan, RegistrationGroup } from "../../components/rancher-cluster";
@@ -209,20 +208,11 @@ function compare(picture: Picture, real: ReturnType<typeof stepWaits>, everyStep
   return problems;
 }
 
-function labModel(): EnvironmentModel {
-  return loadEnvironmentModel("lab", rawConfigFromStackFile(stackFilePath("lab")), {
-    requireSecrets: false,
+const record = (model: EnvironmentModel) =>
+  resourcesOf(model, {
+    sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
+    rke2Token: pulumi.secret("K10-order-token"),
   });
-}
-
-async function record(model: EnvironmentModel): Promise<RecordedResource[]> {
-  return recordProgram("rke2-remediation", model.stack, () =>
-    deployEnvironment(model, {
-      sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
-      rke2Token: pulumi.secret("K10-order-token"),
-    }),
-  );
-}
 
 /**
  * The seeds' estate with one node of every kind the picture draws: two management agents, and

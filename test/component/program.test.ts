@@ -1,36 +1,19 @@
 import * as assert from "assert/strict";
 import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
-import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
-import { EnvironmentModel } from "../../components/model";
-import { loadEnvironmentModel } from "../../infra/config/validate";
-import { recordProgram, RecordedResource } from "../../infra/mock-runtime";
-import { deployEnvironment } from "../../infra/program";
+import { EnvironmentModel, RecordedResource } from "../../components/model";
+import { labModel } from "../support/lab-stack";
+import { resourcesOf } from "../support/program";
+import { isSecret } from "../support/secrets";
 import { waitsFor as waitsForIn } from "./graph";
 
 const TOKEN = "K10-lab-join-token-7f3a";
 
-/** The SDK's marker for a secret value in serialized properties. */
-const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
-
-function isSecret(value: unknown): boolean {
-  return typeof value === "object" && value !== null && Object.values(value).includes(SECRET_SIG);
-}
-
-function labModel(): EnvironmentModel {
-  return loadEnvironmentModel("lab", rawConfigFromStackFile(stackFilePath("lab")), {
-    requireSecrets: false,
+const record = (model: EnvironmentModel) =>
+  resourcesOf(model, {
+    sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
+    rke2Token: pulumi.secret(TOKEN),
   });
-}
-
-async function record(model: EnvironmentModel): Promise<RecordedResource[]> {
-  return recordProgram("rke2-remediation", model.stack, () =>
-    deployEnvironment(model, {
-      sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
-      rke2Token: pulumi.secret(TOKEN),
-    }),
-  );
-}
 
 describe("program (Pulumi mocks)", function () {
   this.timeout(60000);

@@ -11,7 +11,7 @@ import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
 import { runScript } from "../../components/ssh/run-script";
-import { stackFilePath } from "../../infra/config/load";
+import { stackFilePath } from "../../infra/config/stack-file";
 import {
   addRejectRule,
   handDeleteDnsHost,

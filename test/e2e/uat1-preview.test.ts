@@ -10,7 +10,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
-import { stackFilePath } from "../../infra/config/load";
+import { stackFilePath } from "../../infra/config/stack-file";
 import { REPO, run } from "../real/lab";
 
 const STACK = "uat1";

@@ -26,7 +26,7 @@ import {
 } from "../../components/cluster-dns/chart";
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
 import * as YAML from "yaml";
-import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
+import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/stack-file";
 import { ClusterSettings } from "../../components/model";
 import { loadEnvironmentModel } from "../../infra/config/validate";
 import { parseFlags } from "../../infra/cli/args";

@@ -11,7 +11,7 @@ import * as path from "path";
 import * as YAML from "yaml";
 import { helmChartConfigObject } from "../../components/cluster-dns/manifests";
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
-import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
+import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/stack-file";
 import { loadEnvironmentModel } from "../../infra/config/validate";
 import { evaluatePolicies } from "../../policy/evaluate";
 import { corednsClusterDomainReachesKubernetes } from "../../policy/policies/coredns-cluster-domain-reaches-kubernetes";

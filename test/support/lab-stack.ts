@@ -5,7 +5,7 @@
  */
 import * as assert from "assert/strict";
 import { EnvironmentModel } from "../../components/model";
-import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
+import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/stack-file";
 import { RawStackConfig, validateEnvironment } from "../../infra/config/validate";
 
 /** A stack config a test may change: the values are a private deep copy. */

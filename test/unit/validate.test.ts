@@ -1,4 +1,4 @@
-import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/load";
+import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/stack-file";
 import * as assert from "assert/strict";
 import * as fs from "fs";
 import * as os from "os";
