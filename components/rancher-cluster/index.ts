@@ -22,12 +22,13 @@ import * as rancher2 from "@pulumi/rancher2";
 import {
   DownstreamClusterSpec,
   NodeSpec,
+  RKE2_JOIN_GATE,
   RANCHER_CLUSTER_WAIT,
   RANCHER_NODE_REGISTRATION,
 } from "../model";
 import { componentFile } from "../assets";
-import { JoinGateResource } from "../rke2-cluster";
-import { HostStepResource, HostStepTarget } from "../ssh/host-step-resource";
+import { joinGateProvider } from "../rke2-cluster/provider";
+import { HostStepResource } from "../ssh/host-step-resource";
 import { clusterWaitProvider } from "./cluster-wait";
 import { nodeRegistrationProvider } from "./provider";
 import { PlannedRegistration, rancherCaChecksum, registrationPlan } from "./registration";
@@ -36,28 +37,6 @@ import { renderRkeConfigText } from "./rke-config";
 export * from "./registration";
 export * from "./rke-config";
 export { clusterProgress, diagnoseClusterAgent, parseAgentCheck } from "./cluster-wait";
-
-class NodeRegistrationResource extends HostStepResource {
-  constructor(
-    name: string,
-    target: HostStepTarget,
-    props: pulumi.Inputs,
-    opts: pulumi.CustomResourceOptions,
-  ) {
-    super(nodeRegistrationProvider, RANCHER_NODE_REGISTRATION, name, target, props, opts);
-  }
-}
-
-class ClusterWaitResource extends HostStepResource {
-  constructor(
-    name: string,
-    target: HostStepTarget,
-    props: pulumi.Inputs,
-    opts: pulumi.CustomResourceOptions,
-  ) {
-    super(clusterWaitProvider, RANCHER_CLUSTER_WAIT, name, target, props, opts);
-  }
-}
 
 export interface RancherDownstreamClusterArgs {
   readonly cluster: DownstreamClusterSpec;
@@ -149,7 +128,9 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
 
     // A wait until the cluster is active (saying why not), then ClusterSync for the kubeconfig.
     const activeThenSync = (suffix: string, after: pulumi.Resource[]) => {
-      const wait = new ClusterWaitResource(
+      const wait = new HostStepResource(
+        clusterWaitProvider,
+        RANCHER_CLUSTER_WAIT,
         `${name}-active-${suffix}`,
         { ssh: initNode.ssh, sshPrivateKey: args.sshPrivateKey },
         {
@@ -180,7 +161,9 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
       );
     };
     const registration = (step: PlannedRegistration, after: pulumi.Resource[]) =>
-      new NodeRegistrationResource(
+      new HostStepResource(
+        nodeRegistrationProvider,
+        RANCHER_NODE_REGISTRATION,
         `${name}-register-${step.node.name}`,
         { ssh: step.node.ssh, sshPrivateKey: args.sshPrivateKey, script },
         {
@@ -206,7 +189,9 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
         },
       );
     const joinGate = (step: PlannedRegistration, registered: pulumi.Resource) =>
-      new JoinGateResource(
+      new HostStepResource(
+        joinGateProvider,
+        RKE2_JOIN_GATE,
         `${name}-gate-${step.node.name}`,
         { ssh: step.node.ssh, sshPrivateKey: args.sshPrivateKey, script: gateScript },
         {

@@ -25,7 +25,7 @@ import {
 } from "../model";
 import { componentFile } from "../assets";
 import { RemoteFile } from "../remote-file";
-import { HostStepResource, HostStepTarget } from "../ssh/host-step-resource";
+import { HostStepResource } from "../ssh/host-step-resource";
 import { pinnedEndpoint } from "../ssh/run-script";
 import {
   registrationAddressMissingFromTlsSan,
@@ -33,7 +33,7 @@ import {
   renderRke2AgentConfig,
   renderRke2ServerConfig,
 } from "./config";
-import { joinGateProvider, nodeStartProvider, ServerRef } from "./provider";
+import { joinGateProvider, NodeStartInputs, nodeStartProvider, ServerRef } from "./provider";
 
 export { renderRke2ServerConfig, renderRke2AgentConfig } from "./config";
 export { membershipOf, parseMemberList } from "./etcd-members";
@@ -41,26 +41,6 @@ export { membershipOf, parseMemberList } from "./etcd-members";
 class NodeStartResource extends HostStepResource {
   /** When RKE2 was last started or restarted on the node. */
   declare public readonly startedAt: pulumi.Output<string>;
-  constructor(
-    name: string,
-    target: HostStepTarget,
-    props: pulumi.Inputs,
-    opts: pulumi.CustomResourceOptions,
-  ) {
-    super(nodeStartProvider, RKE2_NODE_START, name, target, props, opts);
-  }
-}
-
-/** The join gate: on a joining server, and on a further etcd node of a downstream cluster. */
-export class JoinGateResource extends HostStepResource {
-  constructor(
-    name: string,
-    target: HostStepTarget,
-    props: pulumi.Inputs,
-    opts: pulumi.CustomResourceOptions,
-  ) {
-    super(joinGateProvider, RKE2_JOIN_GATE, name, target, props, opts);
-  }
 }
 
 export interface Rke2ClusterArgs {
@@ -138,6 +118,34 @@ export class Rke2Cluster extends pulumi.ComponentResource {
       return { file, sha256 };
     };
 
+    // RKE2 on one node: installed, started or restarted as its facts and its config require.
+    const nodeStart = (
+      node: NodeSpec,
+      role: "server" | "agent",
+      config: { file: RemoteFile; sha256: pulumi.Output<string> },
+      after: pulumi.Resource[],
+      serverInputs: Pick<NodeStartInputs, "joinsThrough" | "peers"> = {},
+    ) =>
+      new NodeStartResource(
+        nodeStartProvider,
+        RKE2_NODE_START,
+        `${name}-start-${node.name}`,
+        { ssh: node.ssh, sshPrivateKey: args.sshPrivateKey, script: startScript },
+        {
+          node: node.name,
+          nodeIp: node.ip,
+          role,
+          factsScript,
+          membersScript,
+          version: cluster.version,
+          installCommand: args.installCommand,
+          configSha256: config.sha256,
+          ...serverInputs,
+          startedAt: undefined,
+        },
+        { parent: this, dependsOn: [config.file, ...after] },
+      );
+
     for (const [i, node] of servers.entries()) {
       const waitFor = args.serverJoin === "sequential" && previousGate ? [previousGate] : [];
       const after = [...(args.prerequisites.get(node.name) ?? []), ...waitFor];
@@ -150,25 +158,13 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           kubeletArgs: args.kubeletArgs,
         }),
       );
-      const start = new NodeStartResource(
-        `${name}-start-${node.name}`,
-        { ssh: node.ssh, sshPrivateKey: args.sshPrivateKey, script: startScript },
-        {
-          node: node.name,
-          nodeIp: node.ip,
-          role: "server",
-          factsScript,
-          membersScript,
-          version: cluster.version,
-          installCommand: args.installCommand,
-          configSha256: config.sha256,
-          joinsThrough: i === 0 ? undefined : ref(first),
-          peers: i === 0 ? servers.slice(1).map(ref) : undefined,
-          startedAt: undefined,
-        },
-        { parent: this, dependsOn: [config.file, ...after] },
-      );
-      previousGate = new JoinGateResource(
+      const start = nodeStart(node, "server", config, after, {
+        joinsThrough: i === 0 ? undefined : ref(first),
+        peers: i === 0 ? servers.slice(1).map(ref) : undefined,
+      });
+      previousGate = new HostStepResource(
+        joinGateProvider,
+        RKE2_JOIN_GATE,
         `${name}-gate-${node.name}`,
         { ssh: node.ssh, sshPrivateKey: args.sshPrivateKey, script: gateScript },
         {
@@ -194,22 +190,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           kubeletArgs: args.kubeletArgs,
         }),
       );
-      new NodeStartResource(
-        `${name}-start-${node.name}`,
-        { ssh: node.ssh, sshPrivateKey: args.sshPrivateKey, script: startScript },
-        {
-          node: node.name,
-          nodeIp: node.ip,
-          role: "agent",
-          factsScript,
-          membersScript,
-          version: cluster.version,
-          installCommand: args.installCommand,
-          configSha256: config.sha256,
-          startedAt: undefined,
-        },
-        { parent: this, dependsOn: [config.file, ...after] },
-      );
+      nodeStart(node, "agent", config, after);
     }
     this.registerOutputs({});
   }

@@ -1,0 +1,66 @@
+/**
+ * CONVENTIONS.md's rules as the recorded program shows them: components give children
+ * `{ parent: this }` and names derived from their own; component types are three-part
+ * `rke2remediation:<module>:<Thing>` tokens; every script a resource ships to a host is a file in
+ * the repo next to its component, never text built in code.
+ */
+import * as assert from "assert/strict";
+import * as fs from "fs";
+import * as path from "path";
+import * as pulumi from "@pulumi/pulumi";
+import { RecordedResource } from "../../components/model";
+import { labModel } from "../support/lab-stack";
+import { resourcesOf } from "../support/program";
+
+const COMPONENTS = path.resolve(__dirname, "..", "..", "..", "components");
+/** Inputs that carry a host script. */
+const SCRIPT_INPUTS = ["script", "checkScript", "factsScript", "membersScript"];
+
+function shellFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const file = path.join(dir, e.name);
+    if (e.isDirectory()) return shellFiles(file);
+    return e.name.endsWith(".sh") ? [file] : [];
+  });
+}
+
+describe("conventions in the recorded program", function () {
+  this.timeout(60000);
+  let resources: RecordedResource[];
+
+  before(async () => {
+    resources = await resourcesOf(labModel(), {
+      sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
+      rke2Token: pulumi.secret("K10-conventions-token"),
+    });
+  });
+
+  it("names each component's children after the component", () => {
+    const byUrn = new Map(resources.map((r) => [r.urn, r]));
+    const strays = resources
+      .filter((r) => byUrn.get(r.parent)?.type.startsWith("rke2remediation:"))
+      .filter((r) => !r.name.startsWith(byUrn.get(r.parent)!.name))
+      .map((r) => `${r.name} under ${byUrn.get(r.parent)!.name}`);
+    assert.deepEqual(strays, []);
+  });
+
+  it("gives every component a three-part rke2remediation:<module>:<Thing> type", () => {
+    const components = resources.filter((r) => !r.custom && r.type.startsWith("rke2remediation"));
+    assert.ok(components.length > 0);
+    for (const c of components)
+      assert.match(c.type, /^rke2remediation:[a-z0-9]+:[A-Z][A-Za-z0-9]+$/);
+  });
+
+  it("ships only scripts that are files under components/", () => {
+    const files = new Set(shellFiles(COMPONENTS).map((f) => fs.readFileSync(f, "utf8")));
+    const shipped = resources.flatMap((r) =>
+      SCRIPT_INPUTS.filter((k) => typeof r.inputs[k] === "string").map((k) => ({
+        where: `${r.name}.${k}`,
+        text: r.inputs[k] as string,
+      })),
+    );
+    assert.ok(shipped.length > 0, "no resource ships a script");
+    const built = shipped.filter((s) => !files.has(s.text)).map((s) => s.where);
+    assert.deepEqual(built, [], "scripts that are not a file under components/");
+  });
+});
