@@ -23,12 +23,10 @@ import {
   LAB_DIR,
   LAB_STACK,
   labNs,
-  nodeConnection,
   nodeFile,
   REPO,
   unitState,
 } from "./lab";
-import { runScript } from "../../components/ssh/run-script";
 
 const CA = fs.readFileSync(path.join(LAB_DIR, "rancher", "ca.pem"), "utf8");
 const API_TOKEN = fs.readFileSync(path.join(LAB_DIR, "rancher", "api-token"), "utf8").trim();
@@ -36,8 +34,6 @@ const SERVER = "https://ai-ear.cn";
 const RANCHER_IP = "192.168.122.20";
 const FIRST = 31;
 const WORKER = 30;
-/** The `local` stack's RKE2 servers (the management cluster Rancher runs on). */
-const MANAGEMENT_SERVERS = [20, 21, 22];
 const ALLOW_HTTPS = ["INPUT", "-p", "tcp", "--dport", "443", "-j", "ACCEPT"];
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -312,20 +308,7 @@ describe("pulumi up registers uat1 with the Rancher stand-in", function () {
     for (const node of [FIRST, WORKER]) assert.equal(lab("reset-node", String(node)).status, 0);
   });
 
-  after(async () => {
-    labDns("stack");
-    // `pulumi up --stack local` also started RKE2 on the management servers. The tiers after
-    // this one start from servers that never ran it, as the lab builds them: stop the unit
-    // (the systemctl double waits for its processes) and remove what RKE2's stand-in put there.
-    for (const octet of MANAGEMENT_SERVERS) {
-      const r = await runScript(
-        nodeConnection(octet),
-        "systemctl stop rke2-server.service || true\n" +
-          "rm -rf /var/lib/systemctl-double/units/rke2-server.service /var/lib/rancher/rke2 /etc/rancher/rke2 /usr/local/bin/rke2\n",
-      );
-      assert.equal(r.exitCode, 0, r.stderr);
-    }
-  });
+  after(() => labDns("stack"));
 
   it("with the cluster DNS as seed 000 found it, ClusterSync fails naming the cluster agent's DNS lookup, and no process ever shows the token", async () => {
     labDns("default");
