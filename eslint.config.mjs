@@ -45,6 +45,14 @@ const resourceFiles = [
   },
 ];
 
+const policySdkOnly = [
+  {
+    group: ["@pulumi/*", "!@pulumi/policy"],
+    message: "policies use the policy SDK, the model and renderers only.",
+  },
+  { group: ["ssh2"], message: "policies open no SSH session." },
+];
+
 const restrict = (...groups) => ({
   "no-restricted-imports": ["error", { patterns: groups.flat() }],
 });
@@ -84,6 +92,16 @@ export default tseslint.config(
     },
   },
   {
+    // A switch over a union names every member (CONVENTIONS.md: it ends with a `never` check),
+    // so a new member fails lint where it is not handled. Type-aware: reads tsconfig.json.
+    files: ["components/**/*.ts", "infra/**/*.ts", "policy/**/*.ts"],
+    ignores: ["policy/node_modules/**"],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: { "@typescript-eslint/switch-exhaustiveness-check": "error" },
+  },
+  {
     files: ["components/**/*.ts"],
     rules: restrict(upward),
   },
@@ -107,12 +125,17 @@ export default tseslint.config(
   {
     files: ["policy/**/*.ts"],
     ignores: ["policy/node_modules/**"],
-    rules: restrict(upward, resourceFiles, [
+    rules: restrict(upward, resourceFiles, policySdkOnly),
+  },
+  {
+    // Policy modules do not construct the pack, so tests can import them (CONVENTIONS.md).
+    files: ["policy/policies/**/*.ts"],
+    rules: restrict(upward, resourceFiles, policySdkOnly, [
       {
-        group: ["@pulumi/*", "!@pulumi/policy"],
-        message: "policies use the policy SDK, the model and renderers only.",
+        group: ["@pulumi/policy"],
+        importNames: ["PolicyPack"],
+        message: "policy modules do not construct the PolicyPack; policy/index.ts does.",
       },
-      { group: ["ssh2"], message: "policies open no SSH session." },
     ]),
   },
 );
