@@ -25,32 +25,42 @@ const upward = [
   },
   { regex: "(^|/)test(/|$)", message: "product code never imports tests." },
 ];
+// Type-only imports load nothing at run time, so they stay allowed.
 const sdk = [
   {
     group: ["@pulumi/*"],
+    allowTypeImports: true,
     message:
       "pure code (model, renderers, policies' helpers) loads no Pulumi SDK; move the resource part into a resource file.",
   },
 ];
 const resourceFiles = [
   {
-    regex: "(^|/)(index|provider|[a-z0-9-]+-provider|preflight|cluster-wait|host-step-resource)$",
+    regex: "(^|/)(provider|[a-z0-9-]+-provider|preflight|cluster-wait|host-step-resource)(\\.js)?$",
+    allowTypeImports: true,
     message:
       "pure code imports no resource file (it would load the Pulumi SDK); import the pure module that holds what you need.",
   },
   {
-    regex: `^(\\.\\.?/)*(components/)?(${COMPONENT_FOLDERS})$|^\\.\\.?$`,
+    regex: `(^|/)(${COMPONENT_FOLDERS})(/|/index(\\.js)?)?$|^\\.\\.?/?$|^\\.\\.?/index(\\.js)?$`,
+    allowTypeImports: true,
     message:
       "a component folder's index declares resources; pure code imports the pure module inside it.",
   },
 ];
-
+const notPolicy = [
+  {
+    regex: "(^|/)policy(/|$)",
+    message: "components never import the policy pack: it checks them.",
+  },
+];
 const policySdkOnly = [
   {
     group: ["@pulumi/*", "!@pulumi/policy"],
     message: "policies use the policy SDK, the model and renderers only.",
   },
   { group: ["ssh2"], message: "policies open no SSH session." },
+  { regex: "(^|/)components/ssh/", message: "policies open no SSH session." },
 ];
 
 const restrict = (...groups) => ({
@@ -103,24 +113,41 @@ export default tseslint.config(
   },
   {
     files: ["components/**/*.ts"],
-    rules: restrict(upward),
+    rules: restrict(upward, notPolicy),
   },
   {
     files: ["components/**/*.ts"],
     ignores: RESOURCE_FILES,
-    rules: restrict(upward, sdk, resourceFiles),
+    rules: restrict(upward, notPolicy, sdk, resourceFiles),
   },
   {
     // The model is the shared vocabulary: it imports nothing outside itself.
     files: ["components/model/**/*.ts"],
-    rules: restrict(upward, sdk, resourceFiles, [
-      { regex: "^\\.\\./", message: "the model imports nothing outside components/model." },
+    rules: restrict(upward, notPolicy, sdk, resourceFiles, [
+      {
+        regex: "^\\.\\./",
+        message: "the model imports no project module outside components/model.",
+      },
     ]),
   },
   {
-    // The offline render command: renderers only, so it runs without the Pulumi SDK.
-    files: ["infra/render.ts", "infra/cli/render.ts", "infra/config/stack-file.ts"],
-    rules: restrict(sdk, resourceFiles),
+    // The offline render command and the config checks it runs: renderers only, so it runs
+    // without the Pulumi SDK (config/load and the program read Pulumi's config and declare).
+    files: [
+      "infra/render.ts",
+      "infra/cli/render.ts",
+      "infra/cli/args.ts",
+      "infra/config/stack-file.ts",
+      "infra/config/validate.ts",
+      "infra/config/reader.ts",
+      "infra/config/problems.ts",
+    ],
+    rules: restrict(sdk, resourceFiles, [
+      {
+        regex: "(^|/)(load|program|mock-runtime|index)(\\.js)?$",
+        message: "the offline render path imports neither the program nor Pulumi's config loader.",
+      },
+    ]),
   },
   {
     files: ["policy/**/*.ts"],

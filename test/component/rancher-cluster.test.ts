@@ -160,10 +160,10 @@ describe("Rancher downstream cluster (Pulumi mocks)", function () {
       assert.equal(r.inputs.insecure, false);
       assert.ok(isSecret(r.inputs.sshPrivateKey));
       assert.ok(isSecret(r.inputs.apiToken));
-      assert.deepEqual([...r.additionalSecretOutputs].sort(), [
-        "apiToken",
-        "registrationCommand",
+      assert.deepEqual(r.additionalSecretOutputs, [
         "sshPrivateKey",
+        "registrationCommand",
+        "apiToken",
       ]);
     }
   });

@@ -1,8 +1,11 @@
 /**
- * Golden files: test/golden/lab/ holds what `npm run render -- --stack lab` writes, every file
- * the lab stack puts on hosts and into clusters. A change to any of them fails here until the
- * golden files are rewritten (`npm run golden`) and committed, so that every change to what lands
- * on hosts shows in review as a diff of those files.
+ * Golden files: test/golden/lab/ holds what `npm run render -- --stack lab` writes: the
+ * configuration the lab stack puts on hosts and into clusters (RKE2 configs, node preparation,
+ * libvirt records, the cluster DNS objects, Rancher's rkeConfig) and the restart and registration
+ * plans. The step scripts that carry them out (rke2-start.sh, join-gate.sh, register-node.sh,
+ * network.sh, the preflights) ship as they are in components/ and are not rendered. A change to
+ * any rendered file fails here until the golden files are rewritten (`npm run golden`) and
+ * committed, so that such a change shows in review as a diff of those files.
  */
 import * as assert from "assert/strict";
 import { spawnSync } from "child_process";

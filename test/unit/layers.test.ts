@@ -7,6 +7,7 @@ import * as assert from "assert/strict";
 import { execFileSync } from "child_process";
 import * as fs from "fs";
 import { builtinModules } from "module";
+import * as os from "os";
 import * as path from "path";
 import { ESLint } from "eslint";
 
@@ -20,7 +21,12 @@ function packagesReachedFrom(entry: string): Set<string> {
     if (seen.has(file)) return;
     seen.add(file);
     const source = fs.readFileSync(file, "utf8");
-    for (const [, spec] of source.matchAll(/^(?:import|export)[^;]*?from "([^"]+)";/gms)) {
+    const specs = [
+      ...source.matchAll(/^(?:import|export)[^;]*?from "([^"]+)";/gms),
+      ...source.matchAll(/^import "([^"]+)";/gm),
+      ...source.matchAll(/\b(?:require|import)\("([^"]+)"\)/g),
+    ].map((m) => m[1]);
+    for (const spec of specs) {
       if (spec.startsWith(".")) {
         const base = path.resolve(path.dirname(file), spec);
         visit(fs.existsSync(`${base}.ts`) ? `${base}.ts` : path.join(base, "index.ts"));
@@ -45,8 +51,17 @@ const refused: [string, string, RegExp][] = [
   ["components/cluster-dns/chart.ts", 'import "@pulumi/pulumi";\n', /loads no Pulumi SDK/],
   ["components/cluster-dns/chart.ts", 'import "../remote-file";\n', /folder's index declares/],
   ["components/rke2-cluster/config.ts", 'import "./provider";\n', /imports no resource file/],
+  ["components/rke2-cluster/config.ts", 'import "./provider.js";\n', /imports no resource file/],
+  ["components/cluster-dns/chart.ts", 'import "../remote-file/";\n', /folder's index declares/],
+  ["components/cluster-dns/chart.ts", 'import "./";\n', /folder's index declares/],
+  [
+    "components/cluster-dns/chart.ts",
+    'import "../../policy/policies";\n',
+    /never import the policy/,
+  ],
+  ["infra/cli/render.ts", 'import "../config/load";\n', /neither the program nor/],
   ["components/rke2-cluster/index.ts", 'import "../../infra/program";\n', /never import infra/],
-  ["components/model/net.ts", 'import "../assets";\n', /nothing outside components\/model/],
+  ["components/model/net.ts", 'import "../assets";\n', /outside components\/model/],
   ["policy/policies/coredns-config.ts", 'import "@pulumi/pulumi";\n', /policy SDK, the model/],
   ["policy/policies/coredns-config.ts", 'import "../../infra/mock-runtime";\n', /never import/],
   ["policy/policies/coredns-config.ts", 'import "../../components/cluster-dns";\n', /index/],
@@ -61,6 +76,11 @@ const refused: [string, string, RegExp][] = [
 const allowed: [string, string][] = [
   ["components/cluster-dns/index.ts", 'import "@pulumi/pulumi";\n'],
   ["components/rancher-cluster/rke-config.ts", 'import "../rke2-cluster/config";\n'],
+  [
+    "components/rancher-cluster/rke-config.ts",
+    'import type { NodeStartInputs } from "../rke2-cluster/provider";\nexport type X = NodeStartInputs;\n',
+  ],
+  ["components/cluster-dns/chart.ts", 'import "../model/index";\n'],
   ["policy/policies/coredns-config.ts", 'import "@pulumi/policy";\n'],
   [
     "policy/index.ts",
@@ -99,16 +119,20 @@ describe("layers", function () {
   });
 
   it("renders offline without loading the Pulumi SDK", () => {
-    const probe = [
-      'require("./bin/infra/render.js");',
-      'require("./bin/infra/config/stack-file.js");',
-      'require("./bin/infra/config/validate.js");',
-      "const loaded = Object.keys(require.cache).filter((k) => /node_modules[\\\\/]@pulumi[\\\\/]/.test(k));",
-      "process.stdout.write(JSON.stringify(loaded));",
-    ].join("\n");
-    const loaded = JSON.parse(
-      execFileSync(process.execPath, ["-e", probe], { cwd: ROOT }).toString(),
-    );
-    assert.deepEqual(loaded, [], `render loaded the SDK: ${loaded.slice(0, 3).join(", ")}`);
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-render-"));
+    try {
+      const probe = [
+        `process.argv = [process.argv[0], "render", "--stack", "lab", "--out", ${JSON.stringify(out)}];`,
+        'require("./bin/infra/cli/render.js");',
+        "const loaded = Object.keys(require.cache).filter((k) => /node_modules[\\\\/]@pulumi[\\\\/]/.test(k));",
+        "process.stdout.write(JSON.stringify(loaded));",
+      ].join("\n");
+      const stdout = execFileSync(process.execPath, ["-e", probe], { cwd: ROOT }).toString();
+      const loaded = JSON.parse(stdout.slice(stdout.lastIndexOf("[")));
+      assert.ok(fs.existsSync(path.join(out, "index.json")), "render wrote no index.json");
+      assert.deepEqual(loaded, [], `render loaded the SDK: ${loaded.slice(0, 3).join(", ")}`);
+    } finally {
+      fs.rmSync(out, { recursive: true, force: true });
+    }
   });
 });
