@@ -20,7 +20,6 @@ import * as pulumi from "@pulumi/pulumi";
 import { rancherApi, RancherApiReply } from "./api-client";
 
 const VERSION = "13.0.0";
-const SECRET_SIG = "4dabf18193072939515e22adb298388d";
 
 interface ProviderConfig {
   apiUrl?: string;
@@ -33,8 +32,9 @@ let config: ProviderConfig = {};
 /** customTimeouts.create / .update of each resource being changed, in seconds (by URN). */
 const createTimeouts = new Map<string, number>();
 
+/** A secret arrives wrapped in an object keyed by the SDK's signature key; take its value. */
 function unwrap(value: unknown): unknown {
-  if (typeof value === "object" && value !== null && SECRET_SIG in value)
+  if (typeof value === "object" && value !== null && pulumi.runtime.specialSigKey in value)
     return (value as unknown as { value: unknown }).value;
   return value;
 }
