@@ -7,10 +7,8 @@
 import * as assert from "assert/strict";
 import * as fs from "fs";
 import * as path from "path";
-import * as pulumi from "@pulumi/pulumi";
 import { RecordedResource } from "../../components/model";
-import { labModel } from "../support/lab-stack";
-import { resourcesOf } from "../support/program";
+import { labResources } from "../support/program";
 
 const COMPONENTS = path.resolve(__dirname, "..", "..", "..", "components");
 /** Inputs that carry a host script. */
@@ -29,10 +27,7 @@ describe("conventions in the recorded program", function () {
   let resources: RecordedResource[];
 
   before(async () => {
-    resources = await resourcesOf(labModel(), {
-      sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
-      rke2Token: pulumi.secret("K10-conventions-token"),
-    });
+    resources = await labResources();
   });
 
   it("names each component's children after the component", () => {

@@ -4,22 +4,17 @@
  * name would go unchecked by ssh-host-key-pinned.
  */
 import * as assert from "assert/strict";
-import * as pulumi from "@pulumi/pulumi";
 import { RecordedResource, REMOTE_COMMAND_TYPE, SSH_RESOURCE_TYPES } from "../../components/model";
 import { sshHostKeyPinned } from "../../policy/policies/ssh-host-key-pinned";
 import { resource, violationsOf } from "../policy/util";
-import { labModel } from "../support/lab-stack";
-import { resourcesOf } from "../support/program";
+import { labResources } from "../support/program";
 
 describe("SSH-backed resources and the SSH policies", function () {
   this.timeout(60000);
   let resources: RecordedResource[];
 
   before(async () => {
-    resources = await resourcesOf(labModel(), {
-      sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
-      rke2Token: pulumi.secret("K10-coverage-token"),
-    });
+    resources = await labResources();
   });
 
   const withConnection = () => resources.filter((r) => r.custom && "connection" in r.inputs);
