@@ -124,11 +124,6 @@ export function chartReadsKey(chart: string, key: string): boolean {
   return head === "nodelocal" && nodeLocalValueKeys(chart).includes(rest.join("."));
 }
 
-/** Top-level keys of the newest chart in the table. */
-export const CHART_VALUE_KEYS: readonly string[] = chartValueKeys();
-/** Keys under `nodelocal` of the newest chart in the table. */
-export const NODELOCAL_VALUE_KEYS: readonly string[] = nodeLocalValueKeys();
-
 /**
  * Keys (dotted paths) of a values object that the chart does not read; without a chart
  * version, judged against the newest chart.

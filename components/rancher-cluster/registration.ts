@@ -41,19 +41,6 @@ export function roleFlags(roles: readonly string[]): string[] {
   return ROLE_ORDER.filter((r) => roles.includes(r)).map((r) => `--${r}`);
 }
 
-/**
- * CATTLE_ROLE_* settings of rancher/system-agent@v0.14.0:install.sh (the installer Rancher
- * v2.14.3 ships, package/Dockerfile CATTLE_SYSTEM_AGENT_VERSION), which reads them from the
- * environment as well as from the --etcd/--controlplane/--worker flags.
- */
-export function roleEnvironment(roles: readonly string[]): Record<string, string> {
-  return {
-    CATTLE_ROLE_ETCD: String(roles.includes("etcd")),
-    CATTLE_ROLE_CONTROLPLANE: String(roles.includes("controlplane")),
-    CATTLE_ROLE_WORKER: String(roles.includes("worker")),
-  };
-}
-
 const has = (role: DownstreamRole) => (n: NodeSpec) => n.roles.includes(role);
 
 /**
