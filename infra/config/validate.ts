@@ -294,7 +294,8 @@ function readSsh(
           `(cat /etc/ssh/ssh_host_ed25519_key.pub) and set the whole line here.`,
       );
     }
-  } else if (!HOST_KEY.test(hostKey)) {
+  } else if (!HOST_KEY.test(hostKey) && secretShapeOf(hostKey) === undefined) {
+    // A private key pasted here is reported by checkPlainSecrets, without echoing it.
     r.problem(
       `${path}.hostKey`,
       `for ${who} is not an OpenSSH public key line ("ssh-ed25519 AAAA..."); copy it from the host's /etc/ssh/ssh_host_*_key.pub without the comment.`,
@@ -374,7 +375,18 @@ function readClusterSettings(
   });
   const registrationAddress = readRegistrationAddress(r, o.registrationAddress, path, name);
   const privateRegistry = r.string(o.privateRegistry, `${path}.privateRegistry`);
-  if (privateRegistry !== undefined && !/^[A-Za-z0-9.-]+(:\d{1,5})?$/.test(privateRegistry)) {
+  if (privateRegistry?.includes("@")) {
+    // Never echoed: what stands before "@" is a user name and likely a password.
+    // rancher/rke2-docs@9477b7b1df1f:docs/install/airgap.md: system-default-registry is a host
+    // and optional port; docs/install/private_registry.md: credentials go in registries.yaml.
+    r.problem(
+      `${path}.privateRegistry`,
+      "carries credentials before the host (user:password@...), in clear text in the stack file and Pulumi's state; RKE2's system-default-registry takes host[:port] only, and registry credentials belong in the nodes' /etc/rancher/rke2/registries.yaml. Write host[:port] and replace that password.",
+    );
+  } else if (
+    privateRegistry !== undefined &&
+    !/^[A-Za-z0-9.-]+(:\d{1,5})?$/.test(privateRegistry)
+  ) {
     r.problem(
       `${path}.privateRegistry`,
       `"${privateRegistry}" must be host[:port], e.g. 192.168.122.156:30000.`,
@@ -1522,7 +1534,7 @@ function checkEmptyAddressLists(r: ConfigReader, values: RawStackConfig["values"
   for (const [key, map, effect] of lists) {
     if (typeof map !== "object" || map === null || Array.isArray(map)) continue;
     for (const [name, ips] of Object.entries(map)) {
-      if (ips === null || (Array.isArray(ips) && ips.length === 0)) {
+      if (Array.isArray(ips) && ips.length === 0) {
         r.problem(
           `${key}["${name}"]`,
           `lists no address; ${effect}. List its IPv4 addresses, e.g. [192.168.122.20], or remove the entry.`,
@@ -1626,22 +1638,31 @@ function plainStrings(value: unknown, path: string, out: [string, string][]): [s
   return out;
 }
 
-/** Reports secret material in any plain key, naming the key and the kind, never the value. */
+/**
+ * Reports secret material in any plain key, naming the key and the kind, never the value. Runs
+ * last: a key that holds a secret keeps only this problem, since the others at that key may quote
+ * its value (`"<value>" must be host[:port]`).
+ */
 function checkPlainSecrets(r: ConfigReader, raw: RawStackConfig): void {
   const secretKeys: readonly string[] = SECRET_KEYS;
+  const found: { key: string; message: string }[] = [];
   for (const [key, value] of Object.entries(raw.values)) {
     // A secret key stored in plain text is reported by checkSecrets.
     if (secretKeys.includes(key)) continue;
     for (const [path, text] of plainStrings(value, key, [])) {
       const shape = secretShapeOf(text);
       if (!shape) continue;
-      r.problem(
-        path,
-        `holds ${shape}, in a plain key: it is written in clear text to the stack file and ` +
+      found.push({
+        key: r.key(path),
+        message:
+          `holds ${shape}, in a plain key: it is written in clear text to the stack file and ` +
           "to Pulumi's state. Remove it from this key (and from the file's history), replace " +
           "the credential, and give it only to the secret key that needs it " +
           `(${SECRET_KEYS.join(", ")}) with \`pulumi config set --secret\`.`,
-      );
+      });
     }
   }
+  const flagged = new Set(found.map((f) => f.key));
+  const kept = r.problems.filter((p) => !flagged.has(p.key));
+  r.problems.splice(0, r.problems.length, ...kept, ...found);
 }
