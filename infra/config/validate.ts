@@ -1191,7 +1191,11 @@ function nodeIndex(values: RawStackConfig["values"], node: NodeSpec): number {
   });
 }
 
-/** IPv4 blocks that never hold a host's unicast address (RFC 6890's special-purpose registry). */
+/**
+ * IPv4 blocks no node, pod or service address may be in: RFC 6890's "this network", loopback and
+ * reserved blocks, RFC 5771's multicast block, and the link-local block, which is reachable only
+ * on its own link (RFC 3927) and holds the NodeLocalDNS address.
+ */
 const NOT_UNICAST: readonly { readonly cidr: Cidr; readonly what: string }[] = [
   { text: "0.0.0.0/8", what: 'the "this network" block (0.0.0.0 is the unspecified address)' },
   { text: "127.0.0.0/8", what: "the loopback block" },
@@ -1254,7 +1258,7 @@ function addressNoNodeCanHave(
   gateway: string | undefined,
 ): string | undefined {
   const special = specialBlockOf(ip);
-  if (special) return `${ip} is in ${special}, which no host's interface address can be in`;
+  if (special) return `${ip} is in ${special}, where no node of the estate can be reached`;
   const subnet = facts.libvirt ? parseCidr(facts.libvirt.subnet) : undefined;
   if (subnet && cidrContains(subnet, ip) && subnet.prefix <= 30) {
     if (ipToNumber(ip) === subnet.base) {
