@@ -566,6 +566,10 @@ function readNodes(r: ConfigReader, value: unknown, clusters: ClusterSettings[])
     const path = `nodes[${i}]`;
     const o = r.object(item, path);
     if (!o) return;
+    // A node name is a DNS subdomain, compared in lowercase: Kubernetes accepts only lowercase
+    // RFC 1123 subdomains as node names (kubernetes/kubernetes@v1.35.4:
+    // pkg/apis/core/validation/validation.go, ValidateNodeName = NameIsDNSSubdomain;
+    // k8s.io/apimachinery@v0.35.4:pkg/util/validation/validation.go, IsDNS1123Subdomain).
     const name = readHostname(r, o.name, `${path}.name`);
     if (o.name === undefined) r.problem(`${path}.name`, "is missing; set the node's hostname.");
     const ip = readIp(r, o.ip, `${path}.ip`);
@@ -574,7 +578,10 @@ function readNodes(r: ConfigReader, value: unknown, clusters: ClusterSettings[])
       if (names.has(name)) {
         r.problem(
           `${path}.name`,
-          `"${name}" is also nodes[${names.get(name)}]; node names must be unique.`,
+          `"${name}" is also nodes[${names.get(name)}]; node names must be unique` +
+            (typeof o.name === "string" && o.name.trim() !== name
+              ? " (Kubernetes node names are lowercase, so names differing only in case are one node)."
+              : "."),
         );
       } else names.set(name, i);
     }

@@ -981,6 +981,7 @@ describe("estate mistakes that are well-formed values", () => {
     it("refuses a node name that differs from another only in case (Kubernetes names are lowercase)", () => {
       const message = onlyProblemAt(labWith("nodes[1].name", "SZA122020.local"), "nodes[1].name");
       assert.match(message, /"sza122020\.local" is also nodes\[0\]/);
+      assert.match(message, /names differing only in case are one node/);
     });
 
     it("refuses a node name Kubernetes does not accept (an underscore)", () => {
