@@ -1224,8 +1224,8 @@ function specialBlockOf(ip: string): string | undefined {
 /**
  * `libvirt.gateway`: the KVM host's address on the libvirt network, which its dnsmasq serves
  * and the nodes route through. Default: the subnet's first address, where libvirt's default
- * network puts it (libvirt/libvirt src/network/default.xml.in: `<ip address="192.168.122.1"
- * netmask="255.255.255.0">`).
+ * network puts it (libvirt/libvirt@2b9e27710 src/network/default.xml.in: `<ip
+ * address='192.168.122.1' netmask='255.255.255.0'>`, DHCP from .2 to .254).
  */
 function readLibvirtGateway(
   r: ConfigReader,
