@@ -19,6 +19,7 @@ export const libvirtDnsRecords = estate.libvirtDnsRecords ?? null;
 export const preparedNodes = estate.preparedNodes;
 /** Nodes to reboot by hand: NetworkManager's unmanaged devices changed while RKE2 was installed. */
 export const nodesRequiringReboot = estate.nodesRequiringReboot;
+export const nodesPendingRestart = estate.nodesPendingRestart;
 export const downstreamChartValues = estate.downstreamChartValues;
 /** Per downstream cluster: Rancher's cluster id and its kubeconfig (a secret). */
 export const downstreamClusters = estate.downstreamClusters;

@@ -55,7 +55,7 @@ function observed(
     rejectRulesAbsent: f.rejectRules === 0,
     networkManagerConfig: f.networkManagerConfig,
     kubeIpvs0: f.kubeIpvs0,
-    rebootRequired: applied ? f.rebootRequired : (state.rebootRequired ?? false),
+    rebootRequired: f.rebootRequired,
     lastChanges: applied?.changes ?? state.lastChanges ?? [],
   };
 }
@@ -104,6 +104,9 @@ export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
   ): Promise<pulumi.dynamic.DiffResult> {
     const drifted = CONVERGENT.filter((k) => olds[k] !== news[k]);
     const kubeIpvsDrift = news.bringUpKubeIpvs && olds.kubeIpvs0 === "down";
+    // A reboot the host still owes stays a difference until it happened, so a drift check
+    // (preview --refresh --expect-no-changes) keeps failing on it.
+    const rebootOwed = olds.rebootRequired === true;
     const other = ssh.inputsDiffer(olds, news, [
       "script",
       "bringUpKubeIpvs",
@@ -112,7 +115,7 @@ export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
     ]);
     const replaces = olds.connection.host !== news.connection.host ? ["connection"] : [];
     return {
-      changes: drifted.length > 0 || kubeIpvsDrift || other,
+      changes: drifted.length > 0 || kubeIpvsDrift || rebootOwed || other,
       replaces,
       deleteBeforeReplace: false,
     };

@@ -36,6 +36,10 @@ class NodeStartResource extends HostStepResource {
   declare public readonly startedAt: pulumi.Output<string>;
   /** RKE2's data-dir there, as config.yaml sets it. */
   declare public readonly dataDir: pulumi.Output<string>;
+  /** As found on the host: the managed keys, the release, a restart still owed. */
+  declare public readonly managedKeys: pulumi.Output<Record<string, string>>;
+  declare public readonly installedVersion: pulumi.Output<string>;
+  declare public readonly restartPending: pulumi.Output<string>;
 }
 
 export interface Rke2ClusterArgs {
@@ -61,6 +65,12 @@ export interface Rke2ClusterArgs {
 export class Rke2Cluster extends pulumi.ComponentResource {
   /** Join gates in server order; the last one is when the control plane is complete. */
   public readonly gates: pulumi.Resource[] = [];
+  /**
+   * Nodes whose host runs another release or another value of a managed config.yaml key than
+   * the stack's, or still owes a restart a failed step left: the next pulumi up restarts them,
+   * servers one at a time. A node adopted while running is listed until then.
+   */
+  public readonly nodesPendingRestart: pulumi.Output<string[]>;
 
   constructor(name: string, args: Rke2ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("rke2remediation:rke2:Cluster", name, {}, opts);
@@ -85,6 +95,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
       connection: pinnedEndpoint(node.ssh),
     });
     let previousGate: pulumi.Resource | undefined;
+    const pending: pulumi.Output<string[]>[] = [];
 
     // RKE2 on one node: config.yaml adopted, installed, started or restarted as its facts and
     // the stack require. The rendered keys carry the token, so they stay a secret; their
@@ -97,7 +108,8 @@ export class Rke2Cluster extends pulumi.ComponentResource {
       serverInputs: Pick<NodeStartInputs, "joinsThrough" | "peers"> = {},
     ) => {
       const config = token.apply(render);
-      return new NodeStartResource(
+      const managedKeys = pulumi.unsecret(config.apply(desiredManagedKeys));
+      const start = new NodeStartResource(
         nodeStartProvider,
         RKE2_NODE_START,
         `${name}-start-${node.name}`,
@@ -111,13 +123,22 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           version: cluster.version,
           installCommand: args.installCommand,
           config,
-          managedKeys: pulumi.unsecret(config.apply(desiredManagedKeys)),
+          managedKeys,
           ...serverInputs,
           startedAt: undefined,
           dataDir: undefined,
         },
         { parent: this, dependsOn: after, additionalSecretOutputs: ["config"] },
       );
+      pending.push(
+        pulumi
+          .all([start.managedKeys, start.installedVersion, start.restartPending, managedKeys])
+          .apply(([found, installed, owed, wanted]) => {
+            const differs = Object.keys(wanted).some((k) => found?.[k] !== wanted[k]);
+            return differs || installed !== cluster.version || !!owed ? [node.name] : [];
+          }),
+      );
+      return start;
     };
 
     for (const [i, node] of servers.entries()) {
@@ -165,6 +186,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
         });
       nodeStart(node, "agent", render, after);
     }
-    this.registerOutputs({});
+    this.nodesPendingRestart = pulumi.all(pending).apply((lists) => lists.flat());
+    this.registerOutputs({ nodesPendingRestart: this.nodesPendingRestart });
   }
 }

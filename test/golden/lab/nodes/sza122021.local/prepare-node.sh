@@ -13,12 +13,16 @@ BRING_UP_KUBE_IPVS='false'
 # firewalld is stopped only when its stop provably leaves every other rule alone (see
 # firewalld_stop_blocker); otherwise it is disabled and keeps running until the next reboot.
 # When the NetworkManager drop-in changes while RKE2 runs, it reports reboot_required=true
-# and never reboots by itself.
+# and never reboots by itself. That owed reboot is kept in REBOOT_PENDING with the boot it was
+# owed in (the kernel's boot_id), so every later read and apply reports it until the node has
+# booted again, even when the run that wrote the drop-in failed afterwards.
 # Progress goes to stderr ("changed: ..." / "ok: ..."); the final state goes to stdout as
 # key=value lines.
 set -euo pipefail
 
 NM_CONF=/etc/NetworkManager/conf.d/99-rke2-unmanaged.conf
+REBOOT_PENDING=/var/lib/rke2-remediation/reboot-pending
+BOOT_ID_FILE=/proc/sys/kernel/random/boot_id
 REJECT_V4=(-j REJECT --reject-with icmp-host-prohibited)
 REJECT_V6=(-j REJECT --reject-with icmp6-adm-prohibited)
 
@@ -185,6 +189,8 @@ write_nm_config() {
   # RKE2 installed, the changed unmanaged devices take effect only after a reboot of the node.
   if [ "$rke2_present" = true ]; then
     reboot_required=true
+    mkdir -p "$(dirname "$REBOOT_PENDING")"
+    { cat "$BOOT_ID_FILE"; echo "$NM_CONF changed on a node that already has RKE2"; } >"$REBOOT_PENDING"
     echo "warning: $NM_CONF changed on a node that already has RKE2; reboot the node for NetworkManager to leave the CNI devices alone (this run does not reboot it)" >&2
   fi
   if [ "$(unit_state NetworkManager.service)" != absent ]; then
@@ -193,7 +199,16 @@ write_nm_config() {
   fi
 }
 
+# A reboot owed in this boot is still owed; one owed in an earlier boot has happened.
 reboot_required=false
+if [ -f "$REBOOT_PENDING" ]; then
+  if [ "$(head -n1 "$REBOOT_PENDING")" = "$(cat "$BOOT_ID_FILE")" ]; then
+    reboot_required=true
+  elif [ "$ACTION" = "apply" ]; then
+    rm -f "$REBOOT_PENDING"
+    changed "the node has rebooted since NetworkManager's drop-in changed"
+  fi
+fi
 rke2_present=false
 if rke2_installed; then rke2_present=true; fi
 
