@@ -18,11 +18,15 @@
  *     pkg/clientaccess/token.go); a first server set up without `token:` has only that file.
  * (k3s-io/k3s at the release-1.35 commit rancher/rke2@v1.35.7+rke2r1 go.mod pins.)
  *
+ * An argument list (`kubelet-arg`, `kube-proxy-arg`, ...) is managed per flag: the stack's
+ * entries replace the file's entries for the same flags, and entries for other flags stay.
+ *
  * The token is compared by SHA-256 and never enters a message, a log line or plain state.
  */
 import * as crypto from "crypto";
 import * as YAML from "yaml";
 import { nthAddress, parseCidr } from "../model";
+import { argFlag, isArgList } from "./config";
 
 /** How state and messages show a managed key the file does not set. */
 export const ABSENT = "(not set)";
@@ -75,6 +79,21 @@ export function meaningOf(value: unknown): string {
   };
   const c = canonical(value);
   return typeof c === "string" ? c : JSON.stringify(c);
+}
+
+function entriesOf(value: unknown): unknown[] {
+  if (value === undefined || value === null) return [];
+  return Array.isArray(value) ? value : [value];
+}
+
+/** An argument list's entries for `flags` only, in a stable order, as RKE2 reads them. */
+function argEntriesMeaning(value: unknown, flags: ReadonlySet<string>): string {
+  return meaningOf(
+    entriesOf(value)
+      .filter((e) => flags.has(argFlag(e)))
+      .map(String)
+      .sort(),
+  );
 }
 
 /**
@@ -178,8 +197,13 @@ export function planConfig(managedText: string, found: FoundConfig, host: string
   const changedKeys: string[] = [];
   for (const key of Object.keys(desired)) {
     const present = settings[key];
-    const effective = present !== undefined ? present : defaultOf(key, settings, found.hostName);
-    foundView[key] = effective === undefined ? ABSENT : meaningOf(effective);
+    if (isArgList(key)) {
+      const flags = new Set(entriesOf(managed[key]).map(argFlag));
+      foundView[key] = present === undefined ? ABSENT : argEntriesMeaning(present, flags);
+    } else {
+      const effective = present !== undefined ? present : defaultOf(key, settings, found.hostName);
+      foundView[key] = effective === undefined ? ABSENT : meaningOf(effective);
+    }
     if (foundView[key] !== desired[key]) changedKeys.push(key);
   }
   // The token needs writing only where nothing on the host holds it yet.
@@ -191,7 +215,15 @@ export function planConfig(managedText: string, found: FoundConfig, host: string
   let text = found.text ?? managedText;
   if (doc && !YAML.isMap(doc.contents)) text = managedText;
   else if (doc && changedKeys.length > 0) {
-    for (const key of changedKeys) doc.set(key, managed[key]);
+    for (const key of changedKeys) {
+      if (!isArgList(key)) {
+        doc.set(key, managed[key]);
+        continue;
+      }
+      const ours = entriesOf(managed[key]);
+      const flags = new Set(ours.map(argFlag));
+      doc.set(key, [...entriesOf(settings[key]).filter((e) => !flags.has(argFlag(e))), ...ours]);
+    }
     text = doc.toString();
   }
   return {
@@ -210,6 +242,11 @@ export function desiredManagedKeys(managedText: string): Record<string, string> 
   return Object.fromEntries(
     Object.entries(managed)
       .filter(([key]) => key !== "token")
-      .map(([key, value]) => [key, meaningOf(value)]),
+      .map(([key, value]) => [
+        key,
+        isArgList(key)
+          ? argEntriesMeaning(value, new Set(entriesOf(value).map(argFlag)))
+          : meaningOf(value),
+      ]),
   );
 }

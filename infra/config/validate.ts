@@ -14,6 +14,7 @@ import {
   NodeRole,
   NodeSpec,
   RancherSettings,
+  Rke2PassThrough,
   SECRET_KEYS,
   SshEndpoint,
   Cidr,
@@ -37,6 +38,12 @@ import {
 } from "../../components/cluster-dns/chart-releases";
 import { releaseDnsProblem } from "../../components/cluster-dns/values";
 import { missingRoles, registrationPlan } from "../../components/rancher-cluster/registration";
+import {
+  ARG_LIST_FLAGS_MANAGED,
+  argFlag,
+  isArgList,
+  MANAGED_RKE2_KEYS,
+} from "../../components/rke2-cluster/config";
 
 export const CONFIG_NAMESPACE = "rke2-remediation";
 
@@ -74,6 +81,7 @@ const CLUSTER_KEYS: KeyMap = {
   etcdSnapshot: { scheduleCron: SETTING, retention: SETTING },
   nodePortRange: SETTING,
   joinGate: { timeoutSeconds: SETTING, pollSeconds: SETTING },
+  extraConfig: SETTING,
 };
 /**
  * Settings only the management cluster uses: Rancher installs and joins a downstream cluster's
@@ -85,6 +93,8 @@ const MANAGEMENT_CLUSTER_KEYS: KeyMap = {
   serverJoin: SETTING,
   dnsDelivery: SETTING,
   registrationAddress: SETTING,
+  serverConfig: SETTING,
+  agentConfig: SETTING,
 };
 
 export const STACK_CONFIG_KEYS: KeyMap = {
@@ -97,7 +107,15 @@ export const STACK_CONFIG_KEYS: KeyMap = {
     dhcpDomain: SETTING,
   },
   nodes: [
-    { name: SETTING, ip: SETTING, cluster: SETTING, role: SETTING, roles: SETTING, ssh: SSH_KEYS },
+    {
+      name: SETTING,
+      ip: SETTING,
+      cluster: SETTING,
+      role: SETTING,
+      roles: SETTING,
+      ssh: SSH_KEYS,
+      extraConfig: SETTING,
+    },
   ],
   rke2: MANAGEMENT_CLUSTER_KEYS,
   rancher: {
@@ -411,7 +429,14 @@ function readClusterSettings(
     `${path}.clusterDomain`,
   );
   const gate = r.object(o.joinGate, `${path}.joinGate`) ?? {};
+  const passThrough = (key: "extraConfig" | "serverConfig" | "agentConfig") => {
+    const settings = readPassThrough(r, o[key], `${path}.${key}`);
+    return settings === undefined ? {} : { [key]: settings };
+  };
   return {
+    ...passThrough("extraConfig"),
+    ...passThrough("serverConfig"),
+    ...passThrough("agentConfig"),
     name,
     version: version ?? "",
     cni: r.oneOf(o.cni, `${path}.cni`, CNIS, "calico"),
@@ -552,6 +577,58 @@ function readRancher(r: ConfigReader, value: unknown): RancherSettings | undefin
   return { url, hostname, caCertificate, downstreamClusters };
 }
 
+const RKE2_FLAG = /^[a-z0-9][a-z0-9-]*[a-z0-9]$/;
+
+/**
+ * Pass-through RKE2 settings (`rke2.extraConfig`, `rke2.serverConfig`, `rke2.agentConfig`,
+ * `nodes[i].extraConfig`, `rancher.downstreamClusters[i].extraConfig`): a map of `rke2 server
+ * --help` keys to a scalar or a list of scalars. A key the product manages is refused with the
+ * stack key that sets it, and so is a `*-arg` entry for a flag the product renders.
+ */
+function readPassThrough(
+  r: ConfigReader,
+  value: unknown,
+  path: string,
+): Rke2PassThrough | undefined {
+  if (value === undefined) return undefined;
+  const o = r.object(value, path);
+  if (!o) return undefined;
+  const settings: Record<string, unknown> = {};
+  for (const [key, setting] of Object.entries(o)) {
+    const at = `${path}.${key}`;
+    if (!RKE2_FLAG.test(key)) {
+      r.problem(
+        at,
+        `"${key}" is not an RKE2 setting name; write it as rke2 server --help spells it, e.g. node-taint.`,
+      );
+      continue;
+    }
+    const manager = MANAGED_RKE2_KEYS[key];
+    if (manager !== undefined) {
+      r.problem(at, `is a setting the product manages; set it through ${manager} instead.`);
+      continue;
+    }
+    const scalar = (v: unknown) => ["string", "number", "boolean"].includes(typeof v);
+    if (!scalar(setting) && !(Array.isArray(setting) && setting.every(scalar))) {
+      r.problem(at, "must be a string, number, boolean or a list of them, as in config.yaml.");
+      continue;
+    }
+    const managedFlags = ARG_LIST_FLAGS_MANAGED[key] ?? {};
+    const taken = isArgList(key)
+      ? (Array.isArray(setting) ? setting : [setting]).map(argFlag).filter((f) => f in managedFlags)
+      : [];
+    if (taken.length > 0) {
+      r.problem(
+        at,
+        `sets ${taken.join(", ")}, which the product renders from ${taken.map((f) => managedFlags[f]).join(", ")}; set it there instead.`,
+      );
+      continue;
+    }
+    settings[key] = setting;
+  }
+  return settings;
+}
+
 function readNodes(r: ConfigReader, value: unknown, clusters: ClusterSettings[]): NodeSpec[] {
   const list = r.array(value, "nodes");
   if (!list || list.length === 0) {
@@ -604,7 +681,9 @@ function readNodes(r: ConfigReader, value: unknown, clusters: ClusterSettings[])
     // An invalid ip is reported above; do not also report the SSH host it would have given.
     const sshDefault = ip ?? (o.ip === undefined ? undefined : "");
     const ssh = readSsh(r, o.ssh, `${path}.ssh`, sshDefault, `node ${name ?? path}`);
-    if (name && ip && ssh && roles) nodes.push({ name, ip, cluster, roles, ssh });
+    const extraConfig = readPassThrough(r, o.extraConfig, `${path}.extraConfig`);
+    if (name && ip && ssh && roles)
+      nodes.push({ name, ip, cluster, roles, ssh, ...(extraConfig ? { extraConfig } : {}) });
   });
   return nodes;
 }

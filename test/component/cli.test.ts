@@ -73,6 +73,74 @@ describe("offline commands", function () {
     assert.match(r.out, /mandatory\s+rke2-servers-join-one-at-a-time/);
   });
 
+  it("render writes the pass-through settings into each node's config.yaml and the downstream machineGlobalConfig", () => {
+    const file = labCopy((c) => {
+      const rke2 = c[`${NS}:rke2`] as Record<string, unknown>;
+      rke2.extraConfig = { selinux: true, "kube-apiserver-arg": ["audit-log-maxage=30"] };
+      rke2.serverConfig = {
+        "node-taint": ["CriticalAddonsOnly=true:NoExecute"],
+        "write-kubeconfig-mode": "0640",
+      };
+      const nodes = c[`${NS}:nodes`] as Record<string, unknown>[];
+      nodes[2].extraConfig = { "node-label": ["zone=b"], "kubelet-arg": ["max-pods=250"] };
+      const rancher = c[`${NS}:rancher`] as { downstreamClusters: Record<string, unknown>[] };
+      rancher.downstreamClusters[0].extraConfig = { "etcd-expose-metrics": true };
+    });
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-render-"));
+    const r = node("render.js", ["--stack", "lab", "--file", file, "--out", out]);
+    assert.equal(r.status, 0, r.out);
+    const index = JSON.parse(fs.readFileSync(path.join(out, "index.json"), "utf8")) as {
+      kind: string;
+      path: string;
+      target?: string;
+    }[];
+    const read = (kind: string, target?: string) => {
+      const entry = index.find(
+        (e) => e.kind === kind && (target === undefined || e.target === target),
+      );
+      assert.ok(entry, `${kind} ${target ?? ""} not rendered`);
+      return YAML.parse(fs.readFileSync(path.join(out, entry.path), "utf8")) as Record<
+        string,
+        unknown
+      >;
+    };
+    for (const server of ["sza122020.local", "sza122021.local", "sza122022.local"]) {
+      const config = read("rke2-server-config", server);
+      assert.equal(config.selinux, true, server);
+      assert.deepEqual(config["kube-apiserver-arg"], ["audit-log-maxage=30"], server);
+      assert.deepEqual(config["node-taint"], ["CriticalAddonsOnly=true:NoExecute"], server);
+      assert.equal(config["write-kubeconfig-mode"], "0640", server);
+      assert.equal(config["node-ip"] !== undefined && config.token !== undefined, true, server);
+    }
+    const third = read("rke2-server-config", "sza122022.local");
+    assert.deepEqual(third["node-label"], ["zone=b"]);
+    // The lab runs NodeLocalDNS in IPVS mode: kubelet keeps the product's cluster-dns entry.
+    assert.deepEqual(third["kubelet-arg"], ["cluster-dns=169.254.20.10", "max-pods=250"]);
+    assert.equal(read("rke2-server-config", "sza122020.local")["node-label"], undefined);
+    const global = read("rancher-machine-global-config");
+    assert.equal(global["etcd-expose-metrics"], true);
+    assert.equal(global.selinux, undefined, "the management cluster's settings stay there");
+  });
+
+  it("verify refuses a pass-through setting the product manages, naming the key that sets it", () => {
+    const file = labCopy((c) => {
+      (c[`${NS}:rke2`] as Record<string, unknown>).extraConfig = { cni: "canal" };
+      (c[`${NS}:nodes`] as Record<string, unknown>[])[0].extraConfig = {
+        "kube-proxy-arg": ["proxy-mode=iptables"],
+      };
+    });
+    const r = node("verify.js", ["--stack", "lab", "--file", file]);
+    assert.equal(r.status, 1, r.out);
+    assert.match(
+      r.out,
+      /rke2\.extraConfig\.cni.* is a setting the product manages; set it through rke2\.cni instead/,
+    );
+    assert.match(
+      r.out,
+      /nodes\[0\]\.extraConfig\.kube-proxy-arg.* sets proxy-mode, which the product renders from rke2\.kubeProxyMode/,
+    );
+  });
+
   it("render writes every artifact and an index of them", () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-render-"));
     const r = node("render.js", ["--stack", "lab", "--out", out]);

@@ -131,6 +131,31 @@ describe("config.yaml of a hand-built server is adopted, not replaced", () => {
     assert.equal(plan.found["kubelet-arg"], ABSENT);
   });
 
+  it("manages argument lists per flag: the file's other flags stay", () => {
+    const stack = YAML.parse(rendered(1)) as Record<string, unknown>;
+    stack["kubelet-arg"] = ["cluster-dns=169.254.20.10"];
+    const text = `${handWritten("as-found", "sza122021.local")}kubelet-arg: ["max-pods=250", "cluster-dns=10.13.0.10"]\n`;
+    const plan = planConfig(
+      YAML.stringify(stack),
+      { text, hostName: "sza122021.local" },
+      "sza122021.local",
+    );
+    assert.deepEqual(plan.changedKeys, ["kubelet-arg"]);
+    assert.deepEqual(
+      [plan.found["kubelet-arg"], plan.desired["kubelet-arg"]],
+      ['["cluster-dns=10.13.0.10"]', '["cluster-dns=169.254.20.10"]'],
+    );
+    const written = YAML.parse(plan.text) as Record<string, unknown>;
+    assert.deepEqual(written["kubelet-arg"], ["max-pods=250", "cluster-dns=169.254.20.10"]);
+    // Once written, the same stack finds nothing to change.
+    const again = planConfig(
+      YAML.stringify(stack),
+      { text: plan.text, hostName: "sza122021.local" },
+      "sza122021.local",
+    );
+    assert.deepEqual(again.changedKeys, []);
+  });
+
   it("reads the node name RKE2 uses: the file's node-name, else the host name lowercased", () => {
     const text = handWritten("short-names", "sza122021");
     assert.equal(
