@@ -127,10 +127,12 @@ else
   export CATTLE_SERVER CATTLE_TOKEN CATTLE_CA_CHECKSUM
   curl_flags=(-fL)
   [ "$INSECURE" = true ] && curl_flags=(--insecure -fL)
-  # The installer's output is kept back, and any line carrying the token dropped.
+  # The installer's output is kept back and the token replaced in it by bash itself, so the
+  # token never reaches another process's command line (readable by every local user).
   # shellcheck disable=SC2086 # ROLE_FLAGS is a list of flags
   if ! output="$({ curl "${curl_flags[@]}" "$INSTALLER_URL" | sh -s - $ROLE_FLAGS; } 2>&1)"; then
-    echo "error: the agent installer failed: $(printf '%s\n' "$output" | grep -vF -- "$CATTLE_TOKEN" | grep -v '^\s*$' | tail -n 1)" >&2
+    [ -n "$CATTLE_TOKEN" ] && output="${output//"$CATTLE_TOKEN"/<registration token>}"
+    echo "error: the agent installer failed: $(printf '%s\n' "$output" | grep -v '^\s*$' | tail -n 1)" >&2
     exit 1
   fi
   registered || {
