@@ -124,15 +124,12 @@ export function isMemberList(x: NodeFacts["ownMembers"]): x is EtcdMemberList {
   return "members" in x;
 }
 
-/** Whether RKE2 was ever set up on the node (a name it registered under may then exist). */
+/**
+ * Whether RKE2 may have registered the node under a name already: it runs, holds etcd data, or
+ * has a config.yaml it would start with. (A binary or unit installed alone has named nothing.)
+ */
 export function hasRke2Footprint(facts: NodeFacts): boolean {
-  return (
-    facts.version !== "none" ||
-    facts.unit ||
-    facts.active ||
-    facts.etcdData ||
-    facts.configText !== undefined
-  );
+  return facts.active || facts.etcdData || facts.configText !== undefined;
 }
 
 export interface StartContext {
