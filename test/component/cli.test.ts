@@ -141,6 +141,51 @@ describe("offline commands", function () {
     );
   });
 
+  it("refuses an unknown flag, naming the closest one, and prints the usage on --help", () => {
+    const typo = node("verify.js", ["--stack", "lab", "--fiel", "x.yaml"]);
+    assert.equal(typo.status, 1, typo.out);
+    assert.match(typo.out, /unknown flag --fiel; did you mean --file\?/);
+    const help = node("render.js", ["--help"]);
+    assert.equal(help.status, 0, help.out);
+    assert.match(help.out, /^usage: npm run render -- --stack <name>/m);
+    assert.match(help.out, /--out <value> +directory the artifacts/);
+    const missing = node("render.js", ["--stack", "lab", "--out"]);
+    assert.equal(missing.status, 1);
+    assert.match(missing.out, /--out <value>' argument missing/);
+  });
+
+  it("verify takes the enforcement levels of a policy pack config, as pulumi preview does", () => {
+    const file = labCopy((c) => {
+      const rancher = c[`${NS}:rancher`] as { downstreamClusters: Record<string, unknown>[] };
+      rancher.downstreamClusters[0].insecureRegistration = true;
+    });
+    const strict = node("verify.js", ["--stack", "lab", "--file", file]);
+    assert.equal(strict.status, 1, strict.out);
+    assert.match(strict.out, /mandatory\s+rancher-registration-verifies-ca/);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-policy-config-"));
+    const config = path.join(dir, "policy-config.json");
+    for (const levels of [
+      { "rancher-registration-verifies-ca": "advisory" },
+      { "rancher-registration-verifies-ca": { enforcementLevel: "advisory" } },
+    ]) {
+      fs.writeFileSync(config, JSON.stringify(levels));
+      const r = node("verify.js", [
+        "--stack",
+        "lab",
+        "--file",
+        file,
+        "--policy-pack-config",
+        config,
+      ]);
+      assert.equal(r.status, 0, r.out);
+      assert.match(r.out, /advisory\s+rancher-registration-verifies-ca/);
+    }
+    fs.writeFileSync(config, JSON.stringify({ "rancher-registration-verify-ca": "advisory" }));
+    const wrong = node("verify.js", ["--stack", "lab", "--policy-pack-config", config]);
+    assert.equal(wrong.status, 1);
+    assert.match(wrong.out, /"rancher-registration-verify-ca" is not a policy of this pack/);
+  });
+
   it("render writes every artifact and an index of them", () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-render-"));
     const r = node("render.js", ["--stack", "lab", "--out", out]);
