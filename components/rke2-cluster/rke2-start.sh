@@ -23,6 +23,8 @@
 # two leaves the restart visible to the next refresh and run.
 # Prints "changed: ..." for what it changed and "ok: ..." for what it found right, on stderr.
 set -euo pipefail
+# A command that fails without its own "error:" line still says where (the text, not its values).
+trap 'echo "error: rke2-start.sh line $LINENO failed: $BASH_COMMAND" >&2' ERR
 
 UNIT="rke2-$ROLE.service"
 CONFIG=/etc/rancher/rke2/config.yaml
@@ -42,8 +44,9 @@ installed_version() {
 }
 
 # 1. The file is the one the decision was made from (checked before anything changes).
-found="$(sha256sum "$CONFIG" 2>/dev/null | cut -d' ' -f1)"
-[ "${found:-none}" = "$FOUND_SHA256" ] ||
+found=none
+if [ -f "$CONFIG" ]; then found="$(sha256sum "$CONFIG" | cut -d' ' -f1)"; fi
+[ "$found" = "$FOUND_SHA256" ] ||
   fail "$CONFIG changed on the host since this step was planned; nothing was changed. Re-run pulumi up."
 
 # 2. Mark the restart this step owes before making the change that needs it.
