@@ -56,6 +56,7 @@ describe("node preparation", () => {
         kubeIpvs0: "down",
         rke2Installed: true,
         rebootRequired: true,
+        hostFindings: [],
       });
     });
 
