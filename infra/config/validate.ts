@@ -3,6 +3,7 @@ import {
   Cni,
   DEFAULT_UNMANAGED_DEVICES,
   DeploySelection,
+  DnsPolicyNamespace,
   DnsSettings,
   DownstreamClusterSpec,
   DownstreamRole,
@@ -33,6 +34,7 @@ import {
   RELEASE_TABLE_MODULE,
 } from "../../components/cluster-dns/chart-releases";
 import { releaseDnsProblem } from "../../components/cluster-dns/values";
+import { systemNamespaceOwner } from "../../components/cluster-dns/egress-isolation";
 import { missingRoles, registrationPlan } from "../../components/rancher-cluster/registration";
 
 export const CONFIG_NAMESPACE = "rke2-remediation";
@@ -106,7 +108,7 @@ export const STACK_CONFIG_KEYS: KeyMap = {
     neutralizedSearchDomains: SETTING,
     nodeLocal: { enabled: SETTING, ip: SETTING },
     upstreamResolvers: SETTING,
-    policyNamespaces: SETTING,
+    policyNamespaces: [{ name: SETTING, isolate: SETTING }],
   },
   nodePreparation: { unmanagedDevices: SETTING, bringUpKubeIpvs: SETTING },
   deploy: {
@@ -190,6 +192,7 @@ export function validateEnvironment(
     Array.isArray(v.nodes) && nodes.length === v.nodes.length,
   );
   checkSecrets(r, raw, options, nodes, rancher, management);
+  checkNeutralizedDomainsSpareRancher(r, dns, rancher);
 
   if (r.problems.length > 0 || !libvirt) return { problems: r.problems };
   const dnsWithRancher = rancherAnswer
@@ -648,15 +651,66 @@ function readDns(r: ConfigReader, value: unknown): DnsSettings {
   const upstreamResolvers = (upstreamList ?? [])
     .map((ip, i) => readIp(r, ip, `dns.upstreamResolvers[${i}]`))
     .filter((ip): ip is string => ip !== undefined);
-  const policyNamespaces = (r.stringList(o.policyNamespaces, "dns.policyNamespaces") ?? []).filter(
-    (ns, i) => {
-      const ok = K8S_NAME.test(ns);
-      if (!ok)
-        r.problem(`dns.policyNamespaces[${i}]`, `"${ns}" is not a Kubernetes namespace name.`);
-      return ok;
-    },
-  );
+  const policyNamespaces = readPolicyNamespaces(r, o.policyNamespaces);
   return { staticHosts, neutralizedSearchDomains, nodeLocal, upstreamResolvers, policyNamespaces };
+}
+
+/**
+ * `dns.policyNamespaces`: a name (the DNS egress policy as an allowance, checked at `up` against
+ * the namespace's own egress policies) or `{ name, isolate }`. `isolate: true` makes the
+ * namespace default-deny egress except DNS, which Rancher's and RKE2's own namespaces can never
+ * be: Rancher would lose its API and the cluster agents Rancher, CoreDNS its upstreams.
+ */
+function readPolicyNamespaces(r: ConfigReader, value: unknown): DnsPolicyNamespace[] {
+  const entries: DnsPolicyNamespace[] = [];
+  const seen = new Map<string, number>();
+  (r.array(value, "dns.policyNamespaces") ?? []).forEach((item, i) => {
+    const path = `dns.policyNamespaces[${i}]`;
+    let name: string | undefined;
+    let isolate = false;
+    if (typeof item === "string") {
+      name = item;
+    } else if (typeof item === "object" && item !== null && !Array.isArray(item)) {
+      const o = item as Record<string, unknown>;
+      name = r.requiredString(o.name, `${path}.name`, "give the namespace's name.");
+      isolate = r.boolean(o.isolate, `${path}.isolate`, false);
+    } else {
+      r.problem(
+        path,
+        'is neither a namespace name nor a map { name, isolate }; write "<namespace>" or { name: <namespace>, isolate: true }.',
+      );
+      return;
+    }
+    if (name === undefined) return;
+    const namePath = typeof item === "string" ? path : `${path}.name`;
+    if (!K8S_NAME.test(name)) {
+      r.problem(namePath, `"${name}" is not a Kubernetes namespace name.`);
+      return;
+    }
+    const earlier = seen.get(name);
+    if (earlier !== undefined) {
+      r.problem(
+        namePath,
+        `"${name}" is also dns.policyNamespaces[${earlier}]; list each namespace once.`,
+      );
+      return;
+    }
+    seen.set(name, i);
+    const owner = systemNamespaceOwner(name);
+    if (isolate && owner) {
+      r.problem(
+        `${path}.isolate`,
+        `${name} is ${owner}'s own namespace; isolate: true would make it default-deny egress ` +
+          "except DNS and cut it off from the Kubernetes API and everything else (Rancher from " +
+          "its API and the cluster agents, CoreDNS from its upstreams: seed 000's symptom). Remove " +
+          "isolate; the allowance then goes in only where an egress policy of the namespace's own " +
+          "already restricts its pods, which `up` checks.",
+      );
+      return;
+    }
+    entries.push({ name, isolate });
+  });
+  return entries;
 }
 
 function readNodePreparation(r: ConfigReader, value: unknown): NodePreparationSettings {
@@ -1114,4 +1168,61 @@ function checkRancherStaticHosts(
     );
   }
   return undefined;
+}
+
+/**
+ * A neutralised search domain that contains the Rancher host makes the cluster DNS answer
+ * NXDOMAIN for Rancher itself: the cluster agent never reaches it (seed 000, made by the fix).
+ * An error in every stack shape, with or without libvirt records.
+ */
+function checkNeutralizedDomainsSpareRancher(
+  r: ConfigReader,
+  dns: DnsSettings,
+  rancher: RancherSettings | undefined,
+): void {
+  if (!rancher) return;
+  dns.neutralizedSearchDomains.forEach((domain, i) => {
+    if (!inZone(rancher.hostname, domain)) return;
+    r.problem(
+      `dns.neutralizedSearchDomains[${i}]`,
+      `"${domain}" contains Rancher's host ${rancher.hostname} (${r.key("rancher.url")}); the cluster ` +
+        `DNS would answer NXDOMAIN for it and the cluster agents would never reach Rancher (seed 000). ` +
+        "Neutralise only the search domain the nodes hand to pods (their DHCP domain, `local` in the seeds).",
+    );
+  });
+}
+
+/**
+ * Warnings about a valid stack: what `up` will check on the live estate, and a fix that would
+ * be lost without a word. `verify` prints them and the program logs them; none stops a run.
+ */
+export function configWarnings(model: EnvironmentModel): ConfigProblem[] {
+  const r = new ConfigReader(CONFIG_NAMESPACE);
+  model.dns.policyNamespaces.forEach((entry, i) => {
+    const owner = systemNamespaceOwner(entry.name);
+    if (!owner) return;
+    r.problem(
+      `dns.policyNamespaces[${i}]`,
+      `${entry.name} is ${owner}'s own namespace and can never be isolated: allow-dns-egress goes in ` +
+        "there only where an egress policy of the namespace's own already selects every pod, which " +
+        "`up` reads from the cluster before creating it, and stops on otherwise (the policy alone " +
+        "would cut the namespace off from everything but DNS). Remove the entry unless that " +
+        "restriction exists.",
+    );
+  });
+  const rancher = model.rancher;
+  if (rancher && model.dns.staticHosts[rancher.hostname] === undefined) {
+    rancher.downstreamClusters.forEach((cluster, i) => {
+      r.problem(
+        `rancher.downstreamClusters[${i}]`,
+        `cluster ${cluster.name}: its cluster DNS has no answer of its own for Rancher's host ` +
+          `${rancher.hostname}, so the cluster agent depends on the nodes' upstream resolvers to ` +
+          "reach Rancher (seed 000). Give it one: " +
+          `${r.key(`dns.staticHosts["${rancher.hostname}"]`)}, ` +
+          `${r.key(`libvirt.dnsRecords["${rancher.hostname}"]`)}, or the management servers in ` +
+          `${r.key("nodes")} (role server).`,
+      );
+    });
+  }
+  return r.problems;
 }
