@@ -9,8 +9,10 @@
  * Plus the DNS-egress NetworkPolicies and a live preflight of the upstream resolvers. The
  * policies go in only behind a live check of each namespace's own egress policies
  * (egress-check-provider.ts): in a namespace whose egress nothing restricts yet they would be a
- * default-deny, not an allowance. Rancher chartValues carry no NetworkPolicy: a downstream
- * cluster gets its policies from whoever runs its workloads, through its own kubeconfig.
+ * default-deny, not an allowance. Rancher chartValues carry no NetworkPolicy, and this
+ * component delivers none downstream: what is possible there is the same KubeEgressCheck and
+ * NetworkPolicies on the downstream cluster's own kubeconfig (RancherDownstreamCluster's
+ * `kubeconfig` output), once its ClusterSync has passed; before that no apiserver exists to read.
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
