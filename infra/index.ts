@@ -2,7 +2,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { rawConfigFromPulumi, secretsFromPulumi } from "./config/load";
 import { ConfigValidationError } from "./config/problems";
-import { validateEnvironment } from "./config/validate";
+import { configWarnings, validateEnvironment } from "./config/validate";
 import { deployEnvironment } from "./program";
 
 const stack = pulumi.getStack();
@@ -12,6 +12,7 @@ const { model, problems } = validateEnvironment(stack, rawConfigFromPulumi(), {
 if (!model) {
   throw new pulumi.RunError(new ConfigValidationError(stack, problems).message);
 }
+for (const w of configWarnings(model)) void pulumi.log.warn(`${w.key}: ${w.message}`);
 const estate = deployEnvironment(model, secretsFromPulumi());
 
 /** The records on the libvirt network; null when this stack does not manage them. */

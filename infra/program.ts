@@ -186,6 +186,7 @@ function deliverManagementClusterDns(
           provider: new k8s.Provider("management-cluster", {
             kubeconfig: secrets.kubeconfig,
           }),
+          kubeconfig: secrets.kubeconfig ?? "",
         }
       : { kind: "serverManifest", server: firstServer, sshPrivateKey };
   const fix = new ClusterDns(

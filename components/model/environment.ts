@@ -137,8 +137,18 @@ export interface DnsSettings {
   readonly nodeLocal: NodeLocalDnsSettings;
   /** Resolvers the cluster DNS forwards to; each must answer HINFO probes (seed 004). */
   readonly upstreamResolvers: readonly string[];
-  /** Namespaces that get the DNS-egress NetworkPolicy. */
-  readonly policyNamespaces: readonly string[];
+  /** Namespaces that get the DNS-egress NetworkPolicy, in stack order. */
+  readonly policyNamespaces: readonly DnsPolicyNamespace[];
+}
+
+/**
+ * One namespace of `dns.policyNamespaces`. The policy is an allowance where the namespace's
+ * egress is already restricted; `isolate` opts a namespace in to becoming default-deny egress
+ * except DNS (never Rancher's or RKE2's own namespaces).
+ */
+export interface DnsPolicyNamespace {
+  readonly name: string;
+  readonly isolate: boolean;
 }
 
 export interface NodePreparationSettings {

@@ -11,7 +11,7 @@ import { allPolicies } from "../../policy/policies";
 import { evaluatePolicies, parsePolicyPackConfig, Violation } from "../../policy/evaluate";
 import { rawConfigFromStackFile, stackFilePath } from "../config/stack-file";
 import { SECRET_KEYS } from "../../components/model";
-import { CONFIG_NAMESPACE, validateEnvironment } from "../config/validate";
+import { configWarnings, CONFIG_NAMESPACE, validateEnvironment } from "../config/validate";
 import { recordProgram } from "../mock-runtime";
 import { deployEnvironment } from "../program";
 import { CommandSpec, parseCommandLine, usageOf } from "./args";
@@ -33,6 +33,8 @@ const VERIFY: CommandSpec = {
 interface Report {
   stack: string;
   configProblems: { key: string; message: string }[];
+  /** What `up` checks on the live estate, and fixes that would be lost: they fail nothing. */
+  configWarnings: { key: string; message: string }[];
   violations: Violation[];
   resources: number;
 }
@@ -65,7 +67,13 @@ async function main(argv: readonly string[]): Promise<number> {
       requireSecrets: false,
     },
   );
-  const report: Report = { stack, configProblems: problems, violations: [], resources: 0 };
+  const report: Report = {
+    stack,
+    configProblems: problems,
+    configWarnings: model ? configWarnings(model) : [],
+    violations: [],
+    resources: 0,
+  };
   if (model) {
     const resources = await recordProgram(CONFIG_NAMESPACE, stack, () => {
       // Secrets are never read offline; placeholders keep their secret wrapping.
@@ -81,13 +89,15 @@ async function main(argv: readonly string[]): Promise<number> {
     console.log(JSON.stringify(report, null, 2));
   } else {
     for (const p of report.configProblems) console.log(`config error  ${p.key}: ${p.message}`);
+    for (const w of report.configWarnings) console.log(`warning  ${w.key}: ${w.message}`);
     for (const v of report.violations) {
       console.log(
         `${v.level.padEnd(9)} ${v.policy}  ${v.resource ?? "(stack)"}\n          ${v.message}`,
       );
     }
     console.log(
-      `stack "${stack}": ${report.configProblems.length} config problem(s), ${report.violations.length} violation(s) ` +
+      `stack "${stack}": ${report.configProblems.length} config problem(s), ` +
+        `${report.configWarnings.length} warning(s), ${report.violations.length} violation(s) ` +
         `on ${report.resources} resource(s): ${failed ? "FAIL" : "ok"}`,
     );
   }

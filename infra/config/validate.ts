@@ -3,6 +3,7 @@ import {
   Cni,
   DEFAULT_UNMANAGED_DEVICES,
   DeploySelection,
+  DnsPolicyNamespace,
   DnsSettings,
   DownstreamClusterSpec,
   DownstreamRole,
@@ -37,6 +38,7 @@ import {
   RELEASE_TABLE_MODULE,
 } from "../../components/cluster-dns/chart-releases";
 import { releaseDnsProblem } from "../../components/cluster-dns/values";
+import { systemNamespaceOwner } from "../../components/cluster-dns/egress-isolation";
 import { missingRoles, registrationPlan } from "../../components/rancher-cluster/registration";
 import {
   ARG_LIST_FLAGS_MANAGED,
@@ -128,7 +130,7 @@ export const STACK_CONFIG_KEYS: KeyMap = {
     neutralizedSearchDomains: SETTING,
     nodeLocal: { enabled: SETTING, ip: SETTING },
     upstreamResolvers: SETTING,
-    policyNamespaces: SETTING,
+    policyNamespaces: [{ name: SETTING, isolate: SETTING }],
   },
   nodePreparation: { unmanagedDevices: SETTING, bringUpKubeIpvs: SETTING },
   deploy: {
@@ -213,6 +215,7 @@ export function validateEnvironment(
   );
   checkSecrets(r, raw, options, nodes, rancher, management);
   checkEstateMistakes(r, { raw, libvirt, clusters, nodes, dns, rancher });
+  checkNeutralizedDomainsSpareRancher(r, dns, rancher);
 
   if (r.problems.length > 0 || !libvirt) return { problems: r.problems };
   const dnsWithRancher = rancherAnswer
@@ -764,15 +767,66 @@ function readDns(r: ConfigReader, value: unknown): DnsSettings {
   const upstreamResolvers = (upstreamList ?? [])
     .map((ip, i) => readIp(r, ip, `dns.upstreamResolvers[${i}]`))
     .filter((ip): ip is string => ip !== undefined);
-  const policyNamespaces = (r.stringList(o.policyNamespaces, "dns.policyNamespaces") ?? []).filter(
-    (ns, i) => {
-      const ok = K8S_NAME.test(ns);
-      if (!ok)
-        r.problem(`dns.policyNamespaces[${i}]`, `"${ns}" is not a Kubernetes namespace name.`);
-      return ok;
-    },
-  );
+  const policyNamespaces = readPolicyNamespaces(r, o.policyNamespaces);
   return { staticHosts, neutralizedSearchDomains, nodeLocal, upstreamResolvers, policyNamespaces };
+}
+
+/**
+ * `dns.policyNamespaces`: a name (the DNS egress policy as an allowance, checked at `up` against
+ * the namespace's own egress policies) or `{ name, isolate }`. `isolate: true` makes the
+ * namespace default-deny egress except DNS, which Rancher's and RKE2's own namespaces can never
+ * be: Rancher would lose its API and the cluster agents Rancher, CoreDNS its upstreams.
+ */
+function readPolicyNamespaces(r: ConfigReader, value: unknown): DnsPolicyNamespace[] {
+  const entries: DnsPolicyNamespace[] = [];
+  const seen = new Map<string, number>();
+  (r.array(value, "dns.policyNamespaces") ?? []).forEach((item, i) => {
+    const path = `dns.policyNamespaces[${i}]`;
+    let name: string | undefined;
+    let isolate = false;
+    if (typeof item === "string") {
+      name = item;
+    } else if (typeof item === "object" && item !== null && !Array.isArray(item)) {
+      const o = item as Record<string, unknown>;
+      name = r.requiredString(o.name, `${path}.name`, "give the namespace's name.");
+      isolate = r.boolean(o.isolate, `${path}.isolate`, false);
+    } else {
+      r.problem(
+        path,
+        'is neither a namespace name nor a map { name, isolate }; write "<namespace>" or { name: <namespace>, isolate: true }.',
+      );
+      return;
+    }
+    if (name === undefined) return;
+    const namePath = typeof item === "string" ? path : `${path}.name`;
+    if (!K8S_NAME.test(name)) {
+      r.problem(namePath, `"${name}" is not a Kubernetes namespace name.`);
+      return;
+    }
+    const earlier = seen.get(name);
+    if (earlier !== undefined) {
+      r.problem(
+        namePath,
+        `"${name}" is also dns.policyNamespaces[${earlier}]; list each namespace once.`,
+      );
+      return;
+    }
+    seen.set(name, i);
+    const owner = systemNamespaceOwner(name);
+    if (isolate && owner) {
+      r.problem(
+        `${path}.isolate`,
+        `${name} is ${owner}'s own namespace; isolate: true would make it default-deny egress ` +
+          "except DNS and cut it off from the Kubernetes API and everything else (Rancher from " +
+          "its API and the cluster agents, CoreDNS from its upstreams: seed 000's symptom). Remove " +
+          "isolate; the allowance then goes in only where an egress policy of the namespace's own " +
+          "already restricts its pods, which `up` checks.",
+      );
+      return;
+    }
+    entries.push({ name, isolate });
+  });
+  return entries;
 }
 
 function readNodePreparation(r: ConfigReader, value: unknown): NodePreparationSettings {
@@ -1471,6 +1525,28 @@ function checkReservedClusterNetworks(r: ConfigReader, clusters: readonly Cluste
 }
 
 /**
+ * A neutralised search domain that contains the Rancher host makes the cluster DNS answer
+ * NXDOMAIN for Rancher itself: the cluster agent never reaches it (seed 000, made by the fix).
+ * An error in every stack shape, with or without libvirt records.
+ */
+function checkNeutralizedDomainsSpareRancher(
+  r: ConfigReader,
+  dns: DnsSettings,
+  rancher: RancherSettings | undefined,
+): void {
+  if (!rancher) return;
+  dns.neutralizedSearchDomains.forEach((domain, i) => {
+    if (!inZone(rancher.hostname, domain)) return;
+    r.problem(
+      `dns.neutralizedSearchDomains[${i}]`,
+      `"${domain}" contains Rancher's host ${rancher.hostname} (${r.key("rancher.url")}); the cluster ` +
+        `DNS would answer NXDOMAIN for it and the cluster agents would never reach Rancher (seed 000). ` +
+        "Neutralise only the search domain the nodes hand to pods (their DHCP domain, `local` in the seeds).",
+    );
+  });
+}
+
+/**
  * Ports RKE2 nodes listen on (rancher/rke2-docs@9477b7b1df1f:docs/install/requirements.md,
  * "Inbound Network Rules" and "CNI Specific Inbound Network Rules"). A NodePort in the range
  * is forwarded by kube-proxy on every node, so a service the apiserver happens to give one of
@@ -1755,4 +1831,39 @@ function checkPlainSecrets(r: ConfigReader, raw: RawStackConfig): void {
   const flagged = new Set(found.map((f) => f.key));
   const kept = r.problems.filter((p) => !flagged.has(p.key));
   r.problems.splice(0, r.problems.length, ...kept, ...found);
+}
+
+/**
+ * Warnings about a valid stack: what `up` will check on the live estate, and a fix that would
+ * be lost without a word. `verify` prints them and the program logs them; none stops a run.
+ */
+export function configWarnings(model: EnvironmentModel): ConfigProblem[] {
+  const r = new ConfigReader(CONFIG_NAMESPACE);
+  model.dns.policyNamespaces.forEach((entry, i) => {
+    const owner = systemNamespaceOwner(entry.name);
+    if (!owner) return;
+    r.problem(
+      `dns.policyNamespaces[${i}]`,
+      `${entry.name} is ${owner}'s own namespace and can never be isolated: allow-dns-egress goes in ` +
+        "there only where an egress policy of the namespace's own already selects every pod, which " +
+        "`up` reads from the cluster before creating it, and stops on otherwise (the policy alone " +
+        "would cut the namespace off from everything but DNS). Remove the entry unless that " +
+        "restriction exists.",
+    );
+  });
+  const rancher = model.rancher;
+  if (rancher && model.dns.staticHosts[rancher.hostname] === undefined) {
+    rancher.downstreamClusters.forEach((cluster, i) => {
+      r.problem(
+        `rancher.downstreamClusters[${i}]`,
+        `cluster ${cluster.name}: its cluster DNS has no answer of its own for Rancher's host ` +
+          `${rancher.hostname}, so the cluster agent depends on the nodes' upstream resolvers to ` +
+          "reach Rancher (seed 000). Give it one: " +
+          `${r.key(`dns.staticHosts["${rancher.hostname}"]`)}, ` +
+          `${r.key(`libvirt.dnsRecords["${rancher.hostname}"]`)}, or the management servers in ` +
+          `${r.key("nodes")} (role server).`,
+      );
+    });
+  }
+  return r.problems;
 }

@@ -101,9 +101,19 @@ describe("program (Pulumi mocks)", function () {
       .map((d) => YAML.parse(d));
     assert.deepEqual(
       docs.map((d) => d.kind),
-      ["HelmChartConfig", "NetworkPolicy", "NetworkPolicy"],
+      ["HelmChartConfig", "NetworkPolicy"],
     );
     assert.equal(docs[0].metadata.name, "rke2-coredns");
+    // Written only after the live check of the listed namespaces on that server.
+    const [check] = ofType("pulumi-nodejs:dynamic/dns:EgressIsolationCheckOnServer");
+    assert.ok(check, "no DNS egress check on the first server");
+    assert.equal((check.inputs.connection as { host: string }).host, "192.168.122.20");
+    assert.deepEqual(check.inputs.namespaces, [{ name: "default", isolate: false }]);
+    const file = resources.find((r) => r.urn === manifest.parent);
+    assert.ok(
+      [...manifest.dependencies, ...(file?.dependencies ?? [])].includes(check.urn),
+      "the manifest does not wait for the check",
+    );
     const component = resources.find(
       (r) => r.type === "rke2remediation:dns:ClusterDns" && r.name === "dns-management",
     )!;
@@ -124,10 +134,20 @@ describe("program (Pulumi mocks)", function () {
     const recorded = await record(viaApi);
     const [hcc] = recorded.filter((r) => r.type === "kubernetes:helm.cattle.io/v1:HelmChartConfig");
     assert.equal((hcc.inputs.metadata as { name: string }).name, "rke2-coredns");
-    assert.equal(
-      recorded.filter((r) => r.type === "kubernetes:networking.k8s.io/v1:NetworkPolicy").length,
-      2,
+    const policies = recorded.filter(
+      (r) => r.type === "kubernetes:networking.k8s.io/v1:NetworkPolicy",
     );
+    assert.equal(policies.length, 1);
+    // Created only after the live check through the stack's kubeconfig, kept secret.
+    const [check] = recorded.filter(
+      (r) => r.type === "pulumi-nodejs:dynamic/dns:EgressIsolationCheck",
+    );
+    assert.ok(check, "no DNS egress check through the Kubernetes API");
+    assert.ok(
+      policies[0].dependencies.includes(check.urn),
+      "the policy does not wait for the check",
+    );
+    assert.ok(check.additionalSecretOutputs.includes("kubeconfig"));
     const manifests = recorded.filter(
       (r) =>
         r.type === "pulumi-nodejs:dynamic/host:File" &&
@@ -147,7 +167,7 @@ describe("program (Pulumi mocks)", function () {
         r.type === "kubernetes:helm.cattle.io/v1:HelmChartConfig" ||
         r.type === "kubernetes:networking.k8s.io/v1:NetworkPolicy",
     );
-    assert.equal(delivered.length, 3);
+    assert.equal(delivered.length, 2);
     return delivered;
   }
 

@@ -14,6 +14,7 @@ import {
   LAB_DIR,
   labNs,
   nodeFile,
+  REPO,
   run,
   ruleset,
   unitState,
@@ -248,9 +249,23 @@ describe("pulumi CLI on the local stack", function () {
   // HelmChartConfig delivery through the real kubernetes provider, on the management cluster's
   // real apiserver, which the RKE2 stand-in runs on each server.
   it("rke2.dnsDelivery helmChartConfig creates the HelmChartConfig and the DNS NetworkPolicies on the apiserver", () => {
-    // Rancher's namespace exists on a management cluster; the DNS egress policy goes there too.
+    // Rancher's namespace exists on a management cluster, here with an egress restriction of
+    // its own: only then does the DNS egress policy go there, as an allowance (the live check
+    // reads the namespace's policies through the stack's kubeconfig).
     const ns = kubectl("create", "namespace", "cattle-system");
     assert.ok(ns.status === 0 || /AlreadyExists/.test(ns.stderr), ns.stderr);
+    const deny = kubectl(
+      "-n",
+      "cattle-system",
+      "create",
+      "-f",
+      path.join(REPO, "test", "fixtures", "default-deny-egress.yaml"),
+    );
+    assert.ok(deny.status === 0 || /AlreadyExists/.test(deny.stderr), deny.stderr);
+    assert.equal(
+      pulumi("config", "set", "--path", "dns.policyNamespaces[1]", "cattle-system").status,
+      0,
+    );
     assert.equal(
       pulumi("config", "set", "--path", "rke2.dnsDelivery", "helmChartConfig").status,
       0,
