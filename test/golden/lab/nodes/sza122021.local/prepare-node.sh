@@ -18,7 +18,8 @@ MIN_CPUS='2'
 # 0040-verify-settings.yml: "Stop if ip var does not match local ips", "Stop if memory is too
 # small"): NODE_IP is one of the host's addresses, it has RKE2's minimum memory and CPUs, and
 # /etc/resolv.conf names a nameserver (the cluster DNS forwards to it). Any of those missing is
-# reported as host_findings, and apply stops before its first change.
+# reported as host_findings (separated by ";", which no finding contains), and apply stops
+# before its first change.
 # It never stops iptables.service or ip6tables.service: their stop action flushes every rule,
 # including kube-proxy's and Calico's. It deletes exactly the REJECT rules Rocky's defaults add.
 # firewalld is stopped only when its stop provably leaves every other rule alone (see
@@ -234,11 +235,11 @@ if ! grep -qE '^[[:space:]]*nameserver[[:space:]]+[^[:space:]]' /etc/resolv.conf
 fi
 memory_mib=$(($(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) / 1024))
 if [ "$memory_mib" -lt "${MIN_MEMORY_MIB:-0}" ]; then
-  host_findings+=("it has ${memory_mib} MiB of memory; RKE2 needs 4 GB (MemTotal ${MIN_MEMORY_MIB} MiB or more)")
+  host_findings+=("it has ${memory_mib} MiB of memory, less than the 4 GB RKE2 needs (MemTotal ${MIN_MEMORY_MIB} MiB or more)")
 fi
 cpus="$(nproc)"
 if [ "$cpus" -lt "${MIN_CPUS:-0}" ]; then
-  host_findings+=("it has ${cpus} CPU(s); RKE2 needs ${MIN_CPUS}")
+  host_findings+=("it has ${cpus} CPU(s), fewer than the ${MIN_CPUS} RKE2 needs")
 fi
 if [ "$ACTION" = "apply" ] && [ "${#host_findings[@]}" -gt 0 ]; then
   echo "error: nothing was changed: $(IFS=';'; echo "${host_findings[*]}")" >&2
