@@ -25,6 +25,9 @@ export interface EnvironmentOutputs {
   readonly preparedNodes: Record<string, pulumi.Output<boolean>>;
   /** Nodes whose last preparation changed NetworkManager where RKE2 was installed: reboot them. */
   readonly nodesRequiringReboot: pulumi.Output<string[]>;
+  /** Management nodes running another release or config.yaml than the stack's, or owing a restart
+   * an earlier step could not make: the next pulumi up restarts them, one server at a time. */
+  readonly nodesPendingRestart: pulumi.Output<string[]>;
   /** rke2-coredns values per downstream cluster, as Rancher chartValues YAML. */
   readonly downstreamChartValues: Record<string, string>;
   /** Per downstream cluster: Rancher's id; the kubeconfig and registration token (secrets). */
@@ -69,8 +72,8 @@ export function deployEnvironment(
   const records = declareLibvirtDnsRecords(model, keys); // 1.
   const prepared = prepareNodes(model, keys); // 2.
   const beforeFirstStart = deliverManagementClusterDns(model, keys, prepared); // 3.
-  const rancherHome = joinManagementCluster(model, keys, prepared, beforeFirstStart); // 4.
-  const rancherReady = [...(records ? [records] : []), ...rancherHome];
+  const management = joinManagementCluster(model, keys, prepared, beforeFirstStart); // 4.
+  const rancherReady = [...(records ? [records] : []), ...management.ready];
   const downstream = deployDownstreamClusters(model, keys, prepared, rancherReady); // 5.
   return {
     ...(records ? { libvirtDnsRecords: records.records } : {}),
@@ -81,6 +84,7 @@ export function deployEnvironment(
       prepared.byNode.size > 0
         ? nodesRequiringReboot([...prepared.byNode.values()])
         : pulumi.output([]),
+    nodesPendingRestart: management.nodesPendingRestart,
     ...downstream,
   };
 }
@@ -182,6 +186,7 @@ function deliverManagementClusterDns(
           provider: new k8s.Provider("management-cluster", {
             kubeconfig: secrets.kubeconfig,
           }),
+          kubeconfig: secrets.kubeconfig ?? "",
         }
       : { kind: "serverManifest", server: firstServer, sshPrivateKey };
   const fix = new ClusterDns(
@@ -201,17 +206,19 @@ function deliverManagementClusterDns(
  * Step 4: RKE2 on the management cluster's nodes, servers one at a time and then the agents
  * (Rke2Cluster orders them). Every node waits for its preparation and the ports preflight, the
  * first server also for `beforeFirstStart`. Returns what a client of the cluster waits for: the
- * last server's join gate (nothing when the stack does not run RKE2 there).
+ * last server's join gate (nothing when the stack does not run RKE2 there), and the nodes that
+ * still owe a restart.
  */
 function joinManagementCluster(
   model: EnvironmentModel,
   secrets: StepSecrets,
   prepared: PreparedNodes,
   beforeFirstStart: readonly pulumi.Resource[],
-): pulumi.Resource[] {
+): { ready: pulumi.Resource[]; nodesPendingRestart: pulumi.Output<string[]> } {
   const servers = serversOf(model);
   const [firstServer] = servers;
-  if (!model.deploy.rke2Servers || !firstServer) return [];
+  if (!model.deploy.rke2Servers || !firstServer)
+    return { ready: [], nodesPendingRestart: pulumi.output([]) };
   const managementNodes = model.nodes.filter((n) => n.cluster === MANAGEMENT_CLUSTER);
   const prerequisites = new Map(
     managementNodes.map((node) => [
@@ -236,7 +243,7 @@ function joinManagementCluster(
     serverJoin: model.management.serverJoin,
     prerequisites,
   });
-  return management.gates.slice(-1);
+  return { ready: management.gates.slice(-1), nodesPendingRestart: management.nodesPendingRestart };
 }
 
 /**

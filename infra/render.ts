@@ -245,7 +245,7 @@ function clusterDnsArtifacts(model: EnvironmentModel, cluster: ClusterSettings):
       ),
     });
   }
-  for (const namespace of model.dns.policyNamespaces) {
+  for (const { name: namespace } of model.dns.policyNamespaces) {
     artifacts.push({
       ...common,
       kind: "networkpolicy",

@@ -102,18 +102,73 @@ export function stackResources(resources: readonly RecordedResource[]): PolicyRe
   return [...byUrn.values()];
 }
 
-function levelOf(policy: Policy): EnforcementLevel {
-  return policy.enforcementLevel ?? "advisory";
+/** Enforcement levels set for the run, as a policy pack config file gives them. */
+export interface EnforcementOverrides {
+  /** The level of every policy ("all" in the file). */
+  readonly all?: EnforcementLevel;
+  /** Per policy name; wins over `all`. */
+  readonly byPolicy?: Readonly<Record<string, EnforcementLevel>>;
+}
+
+const LEVELS: readonly EnforcementLevel[] = ["advisory", "mandatory", "remediate", "disabled"];
+
+/**
+ * Reads a policy pack config file as `pulumi preview --policy-pack-config` takes it: a JSON
+ * object whose "all" key sets the level of every policy and whose other keys set one policy's,
+ * each either a level or an object with `enforcementLevel` (pulumi.com docs, Policy as code,
+ * "Configuring policy packs": "The top-level enforcement level under all will override the
+ * existing enforcement levels of all policies ... A configured enforcement level for a specific
+ * policy will override"). A key that names no policy of the pack is an error.
+ */
+export function parsePolicyPackConfig(
+  text: string,
+  file: string,
+  policyNames: readonly string[],
+): EnforcementOverrides {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    throw new Error(`${file} is not JSON; write it as {"<policy name>": "advisory"}.`);
+  }
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc))
+    throw new Error(`${file} is not a JSON object of policy names.`);
+  const levelIn = (key: string, value: unknown): EnforcementLevel => {
+    const level =
+      typeof value === "object" && value !== null
+        ? (value as { enforcementLevel?: unknown }).enforcementLevel
+        : value;
+    if (!LEVELS.includes(level as EnforcementLevel))
+      throw new Error(
+        `${file}: "${key}" sets no enforcement level; use one of ${LEVELS.join(", ")}.`,
+      );
+    return level as EnforcementLevel;
+  };
+  const byPolicy: Record<string, EnforcementLevel> = {};
+  let all: EnforcementLevel | undefined;
+  for (const [key, value] of Object.entries(doc)) {
+    if (key === "all") all = levelIn(key, value);
+    else if (policyNames.includes(key)) byPolicy[key] = levelIn(key, value);
+    else throw new Error(`${file}: "${key}" is not a policy of this pack.`);
+  }
+  return { all, byPolicy };
+}
+
+function levelOf(policy: Policy, overrides: EnforcementOverrides): EnforcementLevel {
+  return (
+    overrides.byPolicy?.[policy.name] ?? overrides.all ?? policy.enforcementLevel ?? "advisory"
+  );
 }
 
 export async function evaluatePolicies(
   policies: readonly Policy[],
   resources: readonly RecordedResource[],
+  overrides: EnforcementOverrides = {},
 ): Promise<Violation[]> {
   const violations: Violation[] = [];
   const stack = stackResources(resources);
   for (const policy of policies) {
-    const level = levelOf(policy);
+    const level = levelOf(policy, overrides);
     if (level === "disabled") continue;
     const report = (resource?: string) => (message: string, urn?: string) =>
       violations.push({ policy: policy.name, level, resource: urn ?? resource, message });

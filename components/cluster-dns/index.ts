@@ -6,13 +6,28 @@
  *   - serverManifest:    a manifest in /var/lib/rancher/rke2/server/manifests on the first server,
  *                        written over SSH before RKE2 first starts (standalone RKE2);
  *   - rancherChartValues: the values as Rancher `chartValues`, for a ClusterV2 to carry.
- * Plus the DNS-egress NetworkPolicies and a live preflight of the upstream resolvers.
+ * Plus the DNS-egress NetworkPolicies and a live preflight of the upstream resolvers. The
+ * policies go in only behind a live check of each namespace's own egress policies
+ * (egress-check-provider.ts): in a namespace whose egress nothing restricts yet they would be a
+ * default-deny, not an allowance. Rancher chartValues carry no NetworkPolicy, and this
+ * component delivers none downstream: what is possible there is the same KubeEgressCheck and
+ * NetworkPolicies on the downstream cluster's own kubeconfig (RancherDownstreamCluster's
+ * `kubeconfig` output), once its ClusterSync has passed; before that no apiserver exists to read.
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { ClusterSettings, DnsSettings, NodeSpec, RKE2_MANIFESTS_DIR } from "../model";
+import {
+  ClusterSettings,
+  DNS_EGRESS_SSH_CHECK,
+  DnsSettings,
+  NodeSpec,
+  RKE2_MANIFESTS_DIR,
+} from "../model";
+import { componentFile } from "../assets";
+import { HostStepResource } from "../ssh/host-step-resource";
 import { RemoteFile } from "../remote-file";
 import { CorednsChartValues } from "./chart";
+import { KubeEgressCheck, sshEgressCheckProvider } from "./egress-check-provider";
 import { RELEASE_TABLE_MODULE } from "./chart-releases";
 import {
   dnsEgressNetworkPolicyObject,
@@ -27,7 +42,12 @@ export { UpstreamResolverPreflight } from "./preflight";
 export const DNS_MANIFEST_PATH = `${RKE2_MANIFESTS_DIR}/rke2-remediation-dns.yaml`;
 
 export type DnsDelivery =
-  | { readonly kind: "helmChartConfig"; readonly provider: k8s.Provider }
+  | {
+      readonly kind: "helmChartConfig";
+      readonly provider: k8s.Provider;
+      /** The provider's kubeconfig, which the live check of the namespaces reads through. */
+      readonly kubeconfig: pulumi.Input<string>;
+    }
   | {
       readonly kind: "serverManifest";
       readonly server: NodeSpec;
@@ -86,7 +106,7 @@ export class ClusterDns extends pulumi.ComponentResource {
     this.chartValues = renderRancherChartValues(this.values);
     const helmChartConfig = helmChartConfigObject(this.values, cluster, dns);
     const policies = dns.policyNamespaces.map((ns) =>
-      dnsEgressNetworkPolicyObject(ns, dns, cluster),
+      dnsEgressNetworkPolicyObject(ns.name, dns, cluster),
     );
 
     switch (delivery.kind) {
@@ -101,17 +121,49 @@ export class ClusterDns extends pulumi.ComponentResource {
           forceOwnership(helmChartConfig) as k8s.apiextensions.CustomResourceArgs,
           k8sOpts,
         );
+        if (policies.length === 0) break;
+        const check = new KubeEgressCheck(
+          `${name}-dns-egress-check`,
+          {
+            cluster: cluster.name,
+            kubeconfig: delivery.kubeconfig,
+            namespaces: dns.policyNamespaces,
+          },
+          { parent: this },
+        );
         for (const policy of policies.map(forceOwnership)) {
           const ns = (policy.metadata as { namespace: string }).namespace;
           new k8s.networking.v1.NetworkPolicy(
             `${name}-dns-egress-${ns}`,
             policy as k8s.networking.v1.NetworkPolicyArgs,
-            k8sOpts,
+            { ...k8sOpts, dependsOn: [check] },
           );
         }
         break;
       }
-      case "serverManifest":
+      case "serverManifest": {
+        // The policies share the manifest with the HelmChartConfig: a refusal stops both.
+        const check =
+          policies.length === 0
+            ? []
+            : [
+                new HostStepResource(
+                  sshEgressCheckProvider,
+                  DNS_EGRESS_SSH_CHECK,
+                  `${name}-dns-egress-check`,
+                  {
+                    ssh: delivery.server.ssh,
+                    sshPrivateKey: delivery.sshPrivateKey,
+                    script: componentFile(__dirname, "egress-facts.sh"),
+                  },
+                  {
+                    node: delivery.server.name,
+                    namespaces: dns.policyNamespaces.map((n) => ({ ...n })),
+                    refusals: [],
+                  },
+                  { parent: this },
+                ),
+              ];
         // Retained: removing the manifest would not undo the fix, and a later server start
         // must still find it.
         new RemoteFile(
@@ -125,9 +177,10 @@ export class ClusterDns extends pulumi.ComponentResource {
             mode: "0600",
             retainOnDelete: true,
           },
-          { parent: this },
+          { parent: this, dependsOn: check },
         );
         break;
+      }
       case "rancherChartValues":
         break;
       default: {

@@ -23,6 +23,13 @@ export interface SshEndpoint {
   readonly hostKey: string;
 }
 
+/**
+ * RKE2 settings the product does not manage, written to config.yaml as given (`rke2 server
+ * --help` keys, e.g. `selinux: true`, `node-taint: [...]`). Keys the product manages are
+ * refused at load; `*-arg` lists add their entries to the product's own.
+ */
+export type Rke2PassThrough = Readonly<Record<string, unknown>>;
+
 export interface NodeSpec {
   readonly name: string;
   readonly ip: string;
@@ -30,6 +37,8 @@ export interface NodeSpec {
   readonly cluster: string;
   readonly roles: readonly NodeRole[];
   readonly ssh: SshEndpoint;
+  /** This node's own pass-through settings (`nodes[i].extraConfig`), applied last. */
+  readonly extraConfig?: Rke2PassThrough;
 }
 
 export interface EtcdSnapshotSettings {
@@ -63,6 +72,14 @@ export interface ClusterSettings {
   readonly registrationAddress?: string;
   /** host:port of the private registry, used as system-default-registry. */
   readonly privateRegistry?: string;
+  /**
+   * Pass-through settings of every node of the cluster (`rke2.extraConfig`; for a downstream
+   * cluster, Rancher's machineGlobalConfig), then of the servers (`rke2.serverConfig`) and of the
+   * agents (`rke2.agentConfig`), management cluster only.
+   */
+  readonly extraConfig?: Rke2PassThrough;
+  readonly serverConfig?: Rke2PassThrough;
+  readonly agentConfig?: Rke2PassThrough;
   readonly etcdSnapshot: EtcdSnapshotSettings;
   /** "30000-60000". */
   readonly nodePortRange: string;
@@ -120,8 +137,18 @@ export interface DnsSettings {
   readonly nodeLocal: NodeLocalDnsSettings;
   /** Resolvers the cluster DNS forwards to; each must answer HINFO probes (seed 004). */
   readonly upstreamResolvers: readonly string[];
-  /** Namespaces that get the DNS-egress NetworkPolicy. */
-  readonly policyNamespaces: readonly string[];
+  /** Namespaces that get the DNS-egress NetworkPolicy, in stack order. */
+  readonly policyNamespaces: readonly DnsPolicyNamespace[];
+}
+
+/**
+ * One namespace of `dns.policyNamespaces`. The policy is an allowance where the namespace's
+ * egress is already restricted; `isolate` opts a namespace in to becoming default-deny egress
+ * except DNS (never Rancher's or RKE2's own namespaces).
+ */
+export interface DnsPolicyNamespace {
+  readonly name: string;
+  readonly isolate: boolean;
 }
 
 export interface NodePreparationSettings {

@@ -23,6 +23,9 @@ export const NODE_PREPARATION = dynamicResourceType("node", "Preparation");
 export const PORTS_PREFLIGHT = dynamicResourceType("node", "PortsPreflight");
 export const REMOTE_FILE = dynamicResourceType("host", "File");
 export const UPSTREAM_PREFLIGHT = dynamicResourceType("dns", "UpstreamPreflight");
+/** The live check before the DNS egress NetworkPolicies: through the API, or over SSH. */
+export const DNS_EGRESS_CHECK = dynamicResourceType("dns", "EgressIsolationCheck");
+export const DNS_EGRESS_SSH_CHECK = dynamicResourceType("dns", "EgressIsolationCheckOnServer");
 export const RKE2_NODE_START = dynamicResourceType("rke2", "NodeStart");
 export const RKE2_JOIN_GATE = dynamicResourceType("rke2", "JoinGate");
 export const RANCHER_NODE_REGISTRATION = dynamicResourceType("rancher", "NodeRegistration");
@@ -47,6 +50,7 @@ export const SSH_RESOURCE_TYPES: readonly string[] = [
   PORTS_PREFLIGHT.token,
   REMOTE_FILE.token,
   UPSTREAM_PREFLIGHT.token,
+  DNS_EGRESS_SSH_CHECK.token,
   RKE2_NODE_START.token,
   RKE2_JOIN_GATE.token,
   RANCHER_NODE_REGISTRATION.token,

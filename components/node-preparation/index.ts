@@ -87,7 +87,8 @@ export class NodePreparation extends pulumi.ComponentResource {
       },
       {
         node: node.name,
-        // Facts about the node for policies; the provider does not act on them.
+        // The host must have this address (checked before any change); the rest are facts
+        // about the node for policies.
         nodeIp: node.ip,
         cluster: node.cluster,
         roles: [...node.roles],
@@ -102,6 +103,7 @@ export class NodePreparation extends pulumi.ComponentResource {
         firewalldRunning: undefined,
         rebootRequired: undefined,
         lastChanges: undefined,
+        hostFindings: undefined,
       },
       { parent: this },
     );

@@ -34,6 +34,10 @@ export interface NodePreparationState {
   readonly kubeIpvs0?: string;
   /** What the last apply changed, line by line. */
   readonly lastChanges?: readonly string[];
+  /** The node's address in the stack; the host must have it. */
+  readonly nodeIp?: string;
+  /** As found: what makes the host unfit for the stack's node (empty when nothing does). */
+  readonly hostFindings?: readonly string[];
 }
 
 /** `applied` is set after an apply; a read keeps what the last apply reported. */
@@ -55,7 +59,8 @@ function observed(
     rejectRulesAbsent: f.rejectRules === 0,
     networkManagerConfig: f.networkManagerConfig,
     kubeIpvs0: f.kubeIpvs0,
-    rebootRequired: applied ? f.rebootRequired : (state.rebootRequired ?? false),
+    rebootRequired: f.rebootRequired,
+    hostFindings: f.hostFindings,
     lastChanges: applied?.changes ?? state.lastChanges ?? [],
   };
 }
@@ -104,6 +109,10 @@ export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
   ): Promise<pulumi.dynamic.DiffResult> {
     const drifted = CONVERGENT.filter((k) => olds[k] !== news[k]);
     const kubeIpvsDrift = news.bringUpKubeIpvs && olds.kubeIpvs0 === "down";
+    // A reboot the host still owes stays a difference until it happened, so a drift check
+    // (preview --refresh --expect-no-changes) keeps failing on it.
+    const rebootOwed = olds.rebootRequired === true;
+    const hostUnfit = (olds.hostFindings ?? []).length > 0;
     const other = ssh.inputsDiffer(olds, news, [
       "script",
       "bringUpKubeIpvs",
@@ -112,7 +121,7 @@ export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
     ]);
     const replaces = olds.connection.host !== news.connection.host ? ["connection"] : [];
     return {
-      changes: drifted.length > 0 || kubeIpvsDrift || other,
+      changes: drifted.length > 0 || kubeIpvsDrift || rebootOwed || hostUnfit || other,
       replaces,
       deleteBeforeReplace: false,
     };

@@ -22,8 +22,10 @@ export interface NodeFacts {
   readonly kubeIpvs0: "up" | "down" | "absent";
   /** An rke2-server or rke2-agent unit is installed or running on the node. */
   readonly rke2Installed: boolean;
-  /** This apply changed the NetworkManager drop-in on a node that already has RKE2. */
+  /** NetworkManager's drop-in changed on a node that already had RKE2, and it has not booted since. */
   readonly rebootRequired: boolean;
+  /** What makes the host unfit for the stack's node (its address, memory, CPUs, resolver). */
+  readonly hostFindings: readonly string[];
 }
 
 export type UnitState = "enabled" | "disabled" | "absent";
@@ -59,17 +61,32 @@ export function parseNodeFacts(stdout: string): NodeFacts {
     kubeIpvs0: get("kube_ipvs0") as NodeFacts["kubeIpvs0"],
     rke2Installed: flag("rke2_installed"),
     rebootRequired: flag("reboot_required"),
+    hostFindings: get("host_findings").split(";").filter(Boolean),
   };
 }
+
+/**
+ * RKE2's minimum per node: "RAM: 4GB Minimum", "CPU: 2 Minimum"
+ * (rancher/rke2-docs@9477b7b1:docs/install/requirements.md, Hardware). MemTotal leaves out what
+ * the kernel reserves, so a 4 GiB VM reports about 3.8 GiB: 3.5 GiB is taken as 4 GB.
+ */
+export const RKE2_MINIMUMS = { memoryMiB: 3584, cpus: 2 } as const;
 
 /** Parameters of prepare-node.sh; `render` writes the same script for review. */
 export function nodeScriptParams(
   action: "read" | "apply",
-  state: { readonly networkManagerConfig: string; readonly bringUpKubeIpvs: boolean },
+  state: {
+    readonly networkManagerConfig: string;
+    readonly bringUpKubeIpvs: boolean;
+    readonly nodeIp?: string;
+  },
 ): Record<string, string> {
   return {
     ACTION: action,
     NM_CONFIG: state.networkManagerConfig,
     BRING_UP_KUBE_IPVS: String(state.bringUpKubeIpvs),
+    NODE_IP: state.nodeIp ?? "",
+    MIN_MEMORY_MIB: String(RKE2_MINIMUMS.memoryMiB),
+    MIN_CPUS: String(RKE2_MINIMUMS.cpus),
   };
 }

@@ -70,6 +70,19 @@ export function parseHostRegistration(stdout: string, host: string): HostRegistr
   if (!server || !namespace || !secretName) {
     throw new Error(`${host}: the registration check gave no server, namespace or secretName`);
   }
+  // They come from a file on the host and go into an API path: only Kubernetes names pass
+  // (kubernetes/kubernetes@v1.35.4 pkg/apis/core/validation/validation.go: a namespace name is a
+  // DNS-1123 label, ValidateNamespaceName; a secret name a DNS-1123 subdomain, ValidateSecretName).
+  const label = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+  const subdomain =
+    /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+  if (!label.test(namespace) || !subdomain.test(secretName)) {
+    throw new Error(
+      `${host}: the agent's connection info names a plan secret that is not a Kubernetes object name ` +
+        `(namespace "${namespace.slice(0, 80)}", name "${secretName.slice(0, 80)}"); nothing was asked of Rancher. ` +
+        `Look at /var/lib/rancher/agent/rancher2_connection_info.json on the host.`,
+    );
+  }
   return { registered: true, server, namespace, secretName };
 }
 

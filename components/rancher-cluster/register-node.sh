@@ -119,6 +119,63 @@ if [ "$MODE" = check ]; then
   exit 0
 fi
 
+# The installer's lines as they come, the token replaced by bash itself (it never reaches another
+# process's command line, readable by every local user). install.sh retries a Rancher that does
+# not answer and a refused token for hours, 5 s apart (rancher/system-agent@v0.14.0 install.sh:
+# RETRYCOUNT=4500; "000 received while downloading the CA certificate", "Error while connecting
+# to Rancher to verify CA necessity", "<code> received while downloading Rancher connection
+# information"); after HOPELESS_TRIES such lines in a row the installer is stopped and the step
+# fails with the reason, well before its timeout. A checksum mismatch ends install.sh itself.
+HOPELESS_TRIES="${HOPELESS_TRIES:-3}"
+run_installer() {
+  local fifo installer line why="" unreachable=0 refused=0 last=""
+  fifo="$(mktemp -u)"
+  mkfifo -m 0600 "$fifo"
+  # Its own session, so the whole pipeline can be stopped; the script text names no values.
+  # shellcheck disable=SC2016 # expanded by the inner bash, from the environment
+  INSTALLER_URL="$INSTALLER_URL" ROLE_FLAGS="$ROLE_FLAGS" setsid bash -c \
+    'set -o pipefail; curl "$@" "$INSTALLER_URL" | sh -s - $ROLE_FLAGS' installer "$@" >"$fifo" 2>&1 &
+  installer=$!
+  while IFS= read -r line; do
+    [ -n "$CATTLE_TOKEN" ] && line="${line//"$CATTLE_TOKEN"/<registration token>}"
+    echo "installer: $line" >&2
+    [ -n "${line//[[:space:]]/}" ] && last="$line"
+    case "$line" in
+      *"000 received while"* | *"Error while connecting to Rancher"*) unreachable=$((unreachable + 1)) refused=0 ;;
+      *"401 received while downloading Rancher connection information"* | *"403 received while downloading Rancher connection information"*) refused=$((refused + 1)) unreachable=0 ;;
+      *"received while"* | *"Sleeping for 5 seconds"*) ;;
+      *) unreachable=0 refused=0 ;;
+    esac
+    if [ "$unreachable" -ge "$HOPELESS_TRIES" ]; then
+      why="Rancher at $CATTLE_SERVER does not answer from this node (no connection, $unreachable tries in a row); check its address, DNS and the firewall between them, then run pulumi up again"
+      break
+    fi
+    if [ "$refused" -ge "$HOPELESS_TRIES" ]; then
+      why="Rancher at $CATTLE_SERVER refuses the registration token ($refused tries in a row); the cluster's registration token may have been rotated or the cluster removed: run pulumi up again to fetch the current command"
+      break
+    fi
+  done <"$fifo"
+  if [ -n "$why" ]; then
+    # The whole session goes (curl, sh and what they started), KILL for what outlives TERM.
+    kill -TERM -- "-$installer" 2>/dev/null || true
+    wait "$installer" 2>/dev/null || true
+    for _ in $(seq 50); do
+      kill -0 -- "-$installer" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL -- "-$installer" 2>/dev/null || true
+    rm -f "$fifo"
+    echo "error: the agent installer was stopped: $why" >&2
+    exit 1
+  fi
+  if ! wait "$installer"; then
+    rm -f "$fifo"
+    echo "error: the agent installer failed: ${last:-no output}" >&2
+    exit 1
+  fi
+  rm -f "$fifo"
+}
+
 trust_rancher_ca
 if registered; then
   echo "ok: rancher-system-agent is registered already; not registering again" >&2
@@ -127,12 +184,7 @@ else
   export CATTLE_SERVER CATTLE_TOKEN CATTLE_CA_CHECKSUM
   curl_flags=(-fL)
   [ "$INSECURE" = true ] && curl_flags=(--insecure -fL)
-  # The installer's output is kept back, and any line carrying the token dropped.
-  # shellcheck disable=SC2086 # ROLE_FLAGS is a list of flags
-  if ! output="$({ curl "${curl_flags[@]}" "$INSTALLER_URL" | sh -s - $ROLE_FLAGS; } 2>&1)"; then
-    echo "error: the agent installer failed: $(printf '%s\n' "$output" | grep -vF -- "$CATTLE_TOKEN" | grep -v '^\s*$' | tail -n 1)" >&2
-    exit 1
-  fi
+  run_installer "${curl_flags[@]}"
   registered || {
     echo "error: the agent installer finished but rancher-system-agent is not registered ($AGENT_CONFIG, the enabled unit or rancher2_connection_info.json missing)" >&2
     exit 1

@@ -1,7 +1,7 @@
 /** The ClusterV2 `rkeConfig` text a downstream cluster is created with. Pure. */
 import * as YAML from "yaml";
 import { DownstreamClusterSpec } from "../model";
-import { clusterWideRke2Settings } from "../rke2-cluster/config";
+import { clusterWideRke2Settings, withPassThrough } from "../rke2-cluster/config";
 
 /** The ClusterV2 `rkeConfig` pieces that are text: what `render` writes for review. */
 export interface RkeConfigText {
@@ -19,7 +19,10 @@ export function renderRkeConfigText(
   kubeletArgs: readonly string[],
   chartValues: string,
 ): RkeConfigText {
-  const machineGlobalConfig = YAML.stringify(clusterWideRke2Settings(cluster, kubeletArgs));
+  // rancher.downstreamClusters[i].extraConfig: every machine's config, as Rancher writes it.
+  const machineGlobalConfig = YAML.stringify(
+    withPassThrough(clusterWideRke2Settings(cluster, kubeletArgs), cluster.extraConfig),
+  );
   const machineSelectorConfig =
     cluster.privateRegistry === undefined
       ? undefined

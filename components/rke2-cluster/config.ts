@@ -1,5 +1,68 @@
 import * as YAML from "yaml";
-import { ClusterSettings, NodeSpec } from "../model";
+import { ClusterSettings, NodeSpec, Rke2PassThrough } from "../model";
+
+/**
+ * The config.yaml keys the product renders, each with the stack key (or secret) that sets it.
+ * Pass-through settings may not name them: the stack key is the one place to change them.
+ * (`*-arg` lists are managed per flag: see ARG_LIST_FLAGS_MANAGED.)
+ */
+export const MANAGED_RKE2_KEYS: Readonly<Record<string, string>> = {
+  server:
+    "rke2.registrationAddress (joining servers and agents register at the first server by default)",
+  token: "the rke2Token secret",
+  "token-file": "the rke2Token secret",
+  "agent-token": "the rke2Token secret",
+  "node-name": "nodes[i].name",
+  "node-ip": "nodes[i].ip",
+  cni: "rke2.cni",
+  "tls-san": "rke2.tlsSan",
+  "cluster-cidr": "rke2.clusterCidr",
+  "service-cidr": "rke2.serviceCidr",
+  "cluster-dns": "rke2.serviceCidr (kube-dns at its 10th address)",
+  "cluster-domain": "rke2.clusterDomain",
+  "service-node-port-range": "rke2.nodePortRange",
+  "system-default-registry": "rke2.privateRegistry",
+  "etcd-snapshot-schedule-cron": "rke2.etcdSnapshot.scheduleCron",
+  "etcd-snapshot-retention": "rke2.etcdSnapshot.retention",
+};
+
+/** Flags inside `*-arg` lists the product renders, with the stack key that sets each. */
+export const ARG_LIST_FLAGS_MANAGED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  "kube-proxy-arg": { "proxy-mode": "rke2.kubeProxyMode" },
+  "kubelet-arg": { "cluster-dns": "dns.nodeLocal (kubelet's cluster-dns in IPVS mode)" },
+};
+
+/** The flag of one `*-arg` entry ("max-pods=250" -> "max-pods"). */
+export function argFlag(entry: unknown): string {
+  return String(entry).split("=")[0].replace(/^-+/, "");
+}
+
+/** Whether a config.yaml key is an argument list whose entries are merged by flag. */
+export function isArgList(key: string): boolean {
+  return key.endsWith("-arg");
+}
+
+/**
+ * Lays pass-through settings over the rendered keys, in order (cluster, role, node): a later
+ * level replaces a setting of an earlier one, and `*-arg` lists gain the entries of flags they
+ * lack (an entry for a flag already there replaces it).
+ */
+export function withPassThrough(
+  rendered: Record<string, unknown>,
+  ...levels: (Rke2PassThrough | undefined)[]
+): Record<string, unknown> {
+  const config: Record<string, unknown> = { ...rendered };
+  for (const level of levels) {
+    for (const [key, value] of Object.entries(level ?? {})) {
+      const base = config[key];
+      if (isArgList(key) && Array.isArray(base) && Array.isArray(value)) {
+        const flags = new Set(value.map(argFlag));
+        config[key] = [...base.filter((e) => !flags.has(argFlag(e))), ...value];
+      } else config[key] = value;
+    }
+  }
+  return config;
+}
 
 /**
  * Where joining servers and agents register (`server: https://<it>:9345`): the stack's fixed
@@ -69,7 +132,9 @@ export function renderRke2ServerConfig(input: Rke2ServerConfigInput): string {
     config["system-default-registry"] = cluster.privateRegistry;
   config["etcd-snapshot-schedule-cron"] = cluster.etcdSnapshot.scheduleCron;
   config["etcd-snapshot-retention"] = cluster.etcdSnapshot.retention;
-  return YAML.stringify(config);
+  return YAML.stringify(
+    withPassThrough(config, cluster.extraConfig, cluster.serverConfig, node.extraConfig),
+  );
 }
 
 export interface Rke2AgentConfigInput {
@@ -102,5 +167,8 @@ export function renderRke2AgentConfig(input: Rke2AgentConfigInput): string {
   if (input.cluster.kubeProxyMode === "ipvs") config["kube-proxy-arg"] = ["proxy-mode=ipvs"];
   if (input.kubeletArgs && input.kubeletArgs.length > 0)
     config["kubelet-arg"] = [...input.kubeletArgs];
-  return YAML.stringify(config);
+  const { cluster, node } = input;
+  return YAML.stringify(
+    withPassThrough(config, cluster.extraConfig, cluster.agentConfig, node.extraConfig),
+  );
 }

@@ -3,9 +3,11 @@
 # (`etcdctl member list -w json`), and fails when it cannot be read. Uses etcdctl when
 # it is installed (with RKE2's etcd client certificates when present), else etcdctl inside
 # RKE2's etcd container through crictl, as an operator would by hand (seed 003).
+# DATA_DIR (optional): RKE2's data-dir, default /var/lib/rancher/rke2.
 set -euo pipefail
 
-TLS=/var/lib/rancher/rke2/server/tls/etcd
+DATA_DIR="${DATA_DIR:-/var/lib/rancher/rke2}"
+TLS="$DATA_DIR/server/tls/etcd"
 LIST=(member list -w json)
 if command -v etcdctl >/dev/null; then
   if [ -f "$TLS/server-client.crt" ]; then
@@ -15,7 +17,7 @@ if command -v etcdctl >/dev/null; then
   exec etcdctl --dial-timeout=2s --command-timeout=5s --endpoints http://127.0.0.1:2379 "${LIST[@]}"
 fi
 export CONTAINER_RUNTIME_ENDPOINT=unix:///run/k3s/containerd/containerd.sock
-crictl="/var/lib/rancher/rke2/bin/crictl"
+crictl="$DATA_DIR/bin/crictl"
 [ -x "$crictl" ] || { echo "error: neither etcdctl nor RKE2's crictl is available on this server" >&2; exit 3; }
 container="$("$crictl" ps --name '^etcd' -q | head -n1)"
 [ -n "$container" ] || { echo "error: no running etcd container on this server" >&2; exit 3; }

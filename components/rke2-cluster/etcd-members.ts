@@ -96,36 +96,74 @@ export function parseMemberList(output: string, host: string): EtcdMemberList {
   }
 }
 
-/** Whether a peer URL points at `ip` on etcd's peer port. */
-function peerUrlOn(url: string, ip: string): boolean {
+/** The host part of a peer URL, or undefined when it is not a URL. */
+function peerHost(url: string): string | undefined {
   try {
-    const u = new URL(url);
-    return u.hostname === ip && (u.port === "2380" || u.port === "");
+    return new URL(url).hostname.replace(/^\[(.*)\]$/, "$1");
   } catch {
-    return false;
+    return undefined;
   }
 }
 
 /**
- * The member that is this node: RKE2 names members `<node-name>-<8 hex>` (k3s-io/k3s
- * pkg/etcd/etcd.go, setName, as vendored by rancher/rke2@v1.35.6+rke2r1), and a learner that
- * has not started has no name yet, so the peer URL on the node's address also identifies it.
+ * What identifies a server in an etcd member list, from the strongest fact to the weakest.
+ * RKE2 names a member `<node-name>-<8 hex>` once and keeps the name in
+ * `<data-dir>/server/db/etcd/name`; node-name is the config's `node-name`, else the host name
+ * lowercased (k3s-io/k3s pkg/etcd/etcd.go setName and nameFile; pkg/util/net.go
+ * GetHostnameAndIPs; the k3s release-1.35 commit rancher/rke2@v1.35.7+rke2r1 go.mod pins,
+ * v1.35.7-0.20260720191031-7464a828f03e). A learner that has not started yet has no name, and
+ * its peer URL may sit on any address of the host, not only the one the stack names.
  */
-export function memberOf(
-  list: EtcdMemberList,
-  nodeName: string,
-  nodeIp: string,
-): EtcdMember | undefined {
-  const named = new RegExp(`^${nodeName.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-[0-9a-f]{8}$`);
-  return list.members.find(
-    (m) =>
-      m.name === nodeName || named.test(m.name) || m.peerUrls.some((u) => peerUrlOn(u, nodeIp)),
+export interface ServerIdentity {
+  /** The member ID the server's own etcd answered as, when it answered for this cluster. */
+  readonly ownMemberId?: string;
+  /** server/db/etcd/name as read on the host. */
+  readonly onDiskName?: string;
+  /** Every address of the host. */
+  readonly addresses: readonly string[];
+  /** Node names it may have registered under: the host's own and the stack's. */
+  readonly nodeNames: readonly string[];
+}
+
+/** The member that is this server, and the fact that proved it. */
+export interface MemberMatch {
+  readonly member: EtcdMember;
+  readonly by: "own member ID" | "on-disk member name" | "peer URL" | "node name";
+}
+
+export function findMember(list: EtcdMemberList, who: ServerIdentity): MemberMatch | undefined {
+  const first = (
+    by: MemberMatch["by"],
+    test: (m: EtcdMember) => boolean,
+  ): MemberMatch | undefined => {
+    const member = list.members.find(test);
+    return member && { member, by };
+  };
+  const escape = (name: string) => name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const named = who.nodeNames.map((n) => new RegExp(`^${escape(n)}-[0-9a-f]{8}$`));
+  return (
+    (who.ownMemberId !== undefined
+      ? first("own member ID", (m) => m.id === who.ownMemberId)
+      : undefined) ??
+    (who.onDiskName ? first("on-disk member name", (m) => m.name === who.onDiskName) : undefined) ??
+    first("peer URL", (m) =>
+      m.peerUrls.some((u) => {
+        const host = peerHost(u);
+        return host !== undefined && who.addresses.includes(host);
+      }),
+    ) ??
+    first("node name", (m) => who.nodeNames.includes(m.name) || named.some((re) => re.test(m.name)))
   );
 }
 
-/** What a parsed member list says of a node. */
+/** What a parsed member list says of a server. */
+export function membershipOfServer(list: EtcdMemberList, who: ServerIdentity): Membership {
+  const found = findMember(list, who);
+  if (!found) return "none";
+  return found.member.isLearner ? "learner" : "voter";
+}
+
+/** What a parsed member list says of a node known only by its stack name and address. */
 export function membershipOf(list: EtcdMemberList, nodeName: string, nodeIp: string): Membership {
-  const member = memberOf(list, nodeName, nodeIp);
-  if (!member) return "none";
-  return member.isLearner ? "learner" : "voter";
+  return membershipOfServer(list, { addresses: [nodeIp], nodeNames: [nodeName] });
 }

@@ -14,17 +14,10 @@
  * Agents follow the last server's gate (RKE2's upgrade order: servers one at a time, then
  * agents), in parallel.
  */
-import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
-import {
-  ClusterSettings,
-  NodeSpec,
-  RKE2_CONFIG_PATH,
-  RKE2_JOIN_GATE,
-  RKE2_NODE_START,
-} from "../model";
+import { ClusterSettings, NodeSpec, RKE2_JOIN_GATE, RKE2_NODE_START } from "../model";
 import { componentFile } from "../assets";
-import { RemoteFile } from "../remote-file";
+import { desiredManagedKeys } from "./config-adoption";
 import { HostStepResource } from "../ssh/host-step-resource";
 import { pinnedEndpoint } from "../ssh/run-script";
 import {
@@ -41,6 +34,12 @@ export { membershipOf, parseMemberList } from "./etcd-members";
 class NodeStartResource extends HostStepResource {
   /** When RKE2 was last started or restarted on the node. */
   declare public readonly startedAt: pulumi.Output<string>;
+  /** RKE2's data-dir there, as config.yaml sets it. */
+  declare public readonly dataDir: pulumi.Output<string>;
+  /** As found on the host: the managed keys, the release, a restart still owed. */
+  declare public readonly managedKeys: pulumi.Output<Record<string, string>>;
+  declare public readonly installedVersion: pulumi.Output<string>;
+  declare public readonly restartPending: pulumi.Output<string>;
 }
 
 export interface Rke2ClusterArgs {
@@ -66,6 +65,12 @@ export interface Rke2ClusterArgs {
 export class Rke2Cluster extends pulumi.ComponentResource {
   /** Join gates in server order; the last one is when the control plane is complete. */
   public readonly gates: pulumi.Resource[] = [];
+  /**
+   * Nodes whose host runs another release or another value of a managed config.yaml key than
+   * the stack's, or still owes a restart a failed step left: the next pulumi up restarts them,
+   * servers one at a time. A node adopted while running is listed until then.
+   */
+  public readonly nodesPendingRestart: pulumi.Output<string[]>;
 
   constructor(name: string, args: Rke2ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("rke2remediation:rke2:Cluster", name, {}, opts);
@@ -90,43 +95,21 @@ export class Rke2Cluster extends pulumi.ComponentResource {
       connection: pinnedEndpoint(node.ssh),
     });
     let previousGate: pulumi.Resource | undefined;
-    // Each node's config.yaml: mode 0600, the token a secret, kept when the stack goes away.
-    const configFile = (
-      node: NodeSpec,
-      after: pulumi.Resource[],
-      render: (token: string) => string,
-    ) => {
-      const content = token.apply(render);
-      const file = new RemoteFile(
-        `${name}-config-${node.name}`,
-        {
-          hostName: node.name,
-          ssh: node.ssh,
-          sshPrivateKey: args.sshPrivateKey,
-          path: RKE2_CONFIG_PATH,
-          content,
-          mode: "0600",
-          secretContent: true,
-          retainOnDelete: true,
-        },
-        { parent: this, dependsOn: after },
-      );
-      // What the node step compares to decide on a restart; a hash, so the token stays out.
-      const sha256 = pulumi.unsecret(
-        content.apply((text) => crypto.createHash("sha256").update(text).digest("hex")),
-      );
-      return { file, sha256 };
-    };
+    const pending: pulumi.Output<string[]>[] = [];
 
-    // RKE2 on one node: installed, started or restarted as its facts and its config require.
+    // RKE2 on one node: config.yaml adopted, installed, started or restarted as its facts and
+    // the stack require. The rendered keys carry the token, so they stay a secret; their
+    // token-free view is plain, for diffs that name each key.
     const nodeStart = (
       node: NodeSpec,
       role: "server" | "agent",
-      config: { file: RemoteFile; sha256: pulumi.Output<string> },
+      render: (token: string) => string,
       after: pulumi.Resource[],
       serverInputs: Pick<NodeStartInputs, "joinsThrough" | "peers"> = {},
-    ) =>
-      new NodeStartResource(
+    ) => {
+      const config = token.apply(render);
+      const managedKeys = pulumi.unsecret(config.apply(desiredManagedKeys));
+      const start = new NodeStartResource(
         nodeStartProvider,
         RKE2_NODE_START,
         `${name}-start-${node.name}`,
@@ -139,26 +122,37 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           membersScript,
           version: cluster.version,
           installCommand: args.installCommand,
-          configSha256: config.sha256,
+          config,
+          managedKeys,
           ...serverInputs,
           startedAt: undefined,
+          dataDir: undefined,
         },
-        { parent: this, dependsOn: [config.file, ...after] },
+        { parent: this, dependsOn: after, additionalSecretOutputs: ["config"] },
       );
+      pending.push(
+        pulumi
+          .all([start.managedKeys, start.installedVersion, start.restartPending, managedKeys])
+          .apply(([found, installed, owed, wanted]) => {
+            const differs = Object.keys(wanted).some((k) => found?.[k] !== wanted[k]);
+            return differs || installed !== cluster.version || !!owed ? [node.name] : [];
+          }),
+      );
+      return start;
+    };
 
     for (const [i, node] of servers.entries()) {
       const waitFor = args.serverJoin === "sequential" && previousGate ? [previousGate] : [];
       const after = [...(args.prerequisites.get(node.name) ?? []), ...waitFor];
-      const config = configFile(node, after, (t) =>
+      const render = (t: string) =>
         renderRke2ServerConfig({
           cluster,
           node,
           joinAddress: i === 0 ? undefined : registrationAddressOf(cluster, first),
           token: t,
           kubeletArgs: args.kubeletArgs,
-        }),
-      );
-      const start = nodeStart(node, "server", config, after, {
+        });
+      const start = nodeStart(node, "server", render, after, {
         joinsThrough: i === 0 ? undefined : ref(first),
         peers: i === 0 ? servers.slice(1).map(ref) : undefined,
       });
@@ -172,6 +166,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           membersScript,
           timeoutSeconds: args.gateTimeoutSeconds,
           pollSeconds: args.gatePollSeconds,
+          dataDir: start.dataDir,
           serverStartedAt: start.startedAt,
         },
         { parent: this, dependsOn: [start] },
@@ -181,17 +176,17 @@ export class Rke2Cluster extends pulumi.ComponentResource {
 
     for (const node of args.agents) {
       const after = [...(args.prerequisites.get(node.name) ?? []), previousGate!];
-      const config = configFile(node, after, (t) =>
+      const render = (t: string) =>
         renderRke2AgentConfig({
           cluster,
           node,
           serverAddress: registrationAddressOf(cluster, first),
           token: t,
           kubeletArgs: args.kubeletArgs,
-        }),
-      );
-      nodeStart(node, "agent", config, after);
+        });
+      nodeStart(node, "agent", render, after);
     }
-    this.registerOutputs({});
+    this.nodesPendingRestart = pulumi.all(pending).apply((lists) => lists.flat());
+    this.registerOutputs({ nodesPendingRestart: this.nodesPendingRestart });
   }
 }

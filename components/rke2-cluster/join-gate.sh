@@ -6,13 +6,15 @@
 #   2. the Node is Ready,
 #   3. its EtcdIsVoter condition is True,
 #   4. etcd's member list shows no learner.
-# Parameters: NODE_NAME, TIMEOUT_SECONDS, POLL_SECONDS, MEMBERS_SCRIPT (the etcd-members.sh text).
+# Parameters: NODE_NAME, TIMEOUT_SECONDS, POLL_SECONDS, MEMBERS_SCRIPT (the etcd-members.sh text),
+# DATA_DIR (RKE2's data-dir as the node step found it in config.yaml).
 # Progress every poll on stderr names what is still missing; on timeout it fails with the
 # member list and the node's conditions.
 set -uo pipefail
 
 export KUBECONFIG="${KUBECONFIG:-/etc/rancher/rke2/rke2.yaml}"
-kubectl=/var/lib/rancher/rke2/bin/kubectl
+export DATA_DIR="${DATA_DIR:-/var/lib/rancher/rke2}"
+kubectl="$DATA_DIR/bin/kubectl"
 command -v "$kubectl" >/dev/null || kubectl="$(command -v kubectl || echo kubectl)"
 
 condition() {

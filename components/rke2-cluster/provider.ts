@@ -1,15 +1,19 @@
 /**
- * Dynamic providers for the ordered steps of an RKE2 cluster: RKE2 on a node (installed,
- * started, upgraded or restarted when its version or config changed) and the join gate. Both
- * run scripts over SSH. `read` of a node reports what is there (installed version, unit state,
- * config hash, etcd membership), so refresh shows a stopped server, a hand-edited config.yaml
- * or a wrong version. Neither undoes anything on delete: RKE2 is never uninstalled and etcd
- * data never removed by Pulumi.
+ * Dynamic providers for the ordered steps of an RKE2 cluster: RKE2 on a node (config.yaml
+ * adopted and its managed keys written, installed, started, upgraded or restarted when its
+ * version or config changed) and the join gate. Both run scripts over SSH. `read` of a node
+ * reports what is there (installed version, unit state, the managed keys of config.yaml as the
+ * host has them, a restart still pending, etcd membership), so refresh shows a stopped server,
+ * a hand-edited managed key, a restart that did not happen or a wrong version. State carries
+ * no value derived from the token: the managed keys are kept without it, and the token is
+ * compared on the host by hash. Neither undoes anything on delete: RKE2 is never uninstalled
+ * and etcd data never removed by Pulumi.
  */
 import * as pulumi from "@pulumi/pulumi";
 import type { SshEndpoint } from "../model";
 import * as ssh from "../ssh/run-script";
-import { parseMemberList } from "./etcd-members";
+import * as YAML from "yaml";
+import { dataDirOf, parseConfigFile, planConfig } from "./config-adoption";
 import { decideStart, isMemberList, NodeFacts, parseNodeFacts, StartContext } from "./start-plan";
 
 /** Another server, reached over SSH to read its facts. */
@@ -30,8 +34,10 @@ export interface NodeStartInputs {
   readonly membersScript: string;
   readonly version: string;
   readonly installCommand: string;
-  /** SHA-256 of the config.yaml written for this node. */
-  readonly configSha256: string;
+  /** The config.yaml keys the stack manages, rendered with the token: a secret. */
+  readonly config: string;
+  /** The same keys without the token, each as RKE2 reads its value: what the stack wants. */
+  readonly managedKeys: Readonly<Record<string, string>>;
   /** A joining server: the server whose etcd says whether this one is a member. */
   readonly joinsThrough?: ServerRef;
   /** The server listed first: the other servers, checked for etcd data before a bootstrap. */
@@ -39,6 +45,15 @@ export interface NodeStartInputs {
 }
 
 export interface NodeStartState extends NodeStartInputs {
+  /** As found: the managed keys as config.yaml (or RKE2's default) has them in effect. */
+  readonly managedKeys: Readonly<Record<string, string>>;
+  /** As found: a restart a change made on the host still owes ("" when none). */
+  readonly restartPending: string;
+  /** As found: the node name RKE2 uses there, and its data-dir. */
+  readonly hostNodeName: string;
+  readonly dataDir: string;
+  /** Servers: the etcd cluster ID when first seen; a first server rebuilt into another is refused. */
+  readonly etcdClusterId?: string;
   /** As found: release of the rke2 binary ("none" when absent). */
   readonly installedVersion: string;
   readonly active: boolean;
@@ -84,7 +99,34 @@ async function factsOf(
     { ROLE: role, MEMBERS_SCRIPT: inputs.membersScript },
     FACTS_TIMEOUT_MS,
   );
-  return parseNodeFacts(result.stdout, node, role);
+  const facts = parseNodeFacts(result.stdout, node, role);
+  // The script reads data-dir with sed; the parsed file must agree, or no path is trusted.
+  const doc =
+    facts.configText === undefined
+      ? undefined
+      : parseConfigFile(facts.configText, node, "/etc/rancher/rke2/config.yaml");
+  if (dataDirOf(doc, node) !== facts.dataDir)
+    throw new Error(
+      `cannot read RKE2's data-dir on ${node}: config.yaml sets it in a form the facts script reads ` +
+        `as ${facts.dataDir}. Nothing was changed; write data-dir as a plain line (data-dir: /path) and re-run.`,
+    );
+  return facts;
+}
+
+/** The first server's own member list, read through its facts (retried: a busy etcd can miss
+ * etcdctl's short deadline; nothing has changed on any host yet). */
+async function memberListOf(inputs: NodeStartInputs, through: ServerRef) {
+  for (let attempt = 1; ; attempt++) {
+    const own = (await factsOf(inputs, through.connection, through.node, "server")).ownMembers;
+    if (isMemberList(own)) return own;
+    if (attempt >= MEMBER_LIST_ATTEMPTS)
+      throw new Error(
+        `cannot read etcd's member list on ${through.node}: ${own.error}. Nothing was changed; ` +
+          `check etcd on ${through.node} (etcdctl member list -w json) and re-run.`,
+      );
+    pulumi.log.info(`node ${through.node}: etcd's member list: ${own.error}; retrying`);
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+  }
 }
 
 function membershipText(facts: NodeFacts, inputs: NodeStartInputs, decided?: string): string {
@@ -96,16 +138,30 @@ function membershipText(facts: NodeFacts, inputs: NodeStartInputs, decided?: str
   return me?.isLearner ? "learner" : "voter";
 }
 
+function configPlanOf(inputs: NodeStartInputs, facts: NodeFacts) {
+  return planConfig(
+    inputs.config,
+    { text: facts.configText, hostName: facts.hostName, serverToken: facts.serverToken },
+    inputs.node,
+  );
+}
+
 /** The state as found on the host, keeping the inputs. */
 export async function observeNode(
   inputs: NodeStartInputs,
   startedAt: string,
   lastChanges: readonly string[],
+  etcdClusterId: string | undefined,
 ) {
   const facts = await factsOf(inputs, inputs.connection, inputs.node, inputs.role);
+  const plan = configPlanOf(inputs, facts);
   const state: NodeStartState = {
     ...inputs,
-    configSha256: facts.configSha256,
+    managedKeys: plan.found,
+    restartPending: facts.restartPending ?? "",
+    hostNodeName: plan.hostNodeName,
+    dataDir: plan.dataDir,
+    ...(etcdClusterId === undefined ? {} : { etcdClusterId }),
     installedVersion: facts.version,
     active: facts.active,
     membership: membershipText(facts, inputs),
@@ -123,32 +179,13 @@ export async function startOnNode(
 ): Promise<NodeStartState> {
   const label = `node ${inputs.node}`;
   const facts = await factsOf(inputs, inputs.connection, inputs.node, inputs.role);
+  // Refuses, before anything is written, a stack token that is not the cluster's.
+  const plan = configPlanOf(inputs, facts);
   let joinsThrough: StartContext["joinsThrough"];
   let peersWithData: string[] | undefined;
   if (inputs.role === "server" && inputs.joinsThrough) {
     const through = inputs.joinsThrough;
-    // A busy etcd can miss etcdctl's short deadline; reading is safe to retry, and the last
-    // failure is the error (nothing has changed on any host yet).
-    let list: ssh.ScriptResult | undefined;
-    for (let attempt = 1; !list; attempt++) {
-      try {
-        list = await runOn(
-          through.connection,
-          `node ${through.node}`,
-          inputs.sshPrivateKey,
-          inputs.membersScript,
-          {},
-          FACTS_TIMEOUT_MS,
-        );
-      } catch (err) {
-        if (attempt >= MEMBER_LIST_ATTEMPTS) throw err;
-        pulumi.log.info(
-          `node ${through.node}: etcd's member list: ${(err as Error).message}; retrying`,
-        );
-        await new Promise((resolve) => setTimeout(resolve, 3000));
-      }
-    }
-    joinsThrough = { node: through.node, members: parseMemberList(list.stdout, through.node) };
+    joinsThrough = { node: through.node, members: await memberListOf(inputs, through) };
   } else if (inputs.role === "server" && !facts.etcdData) {
     peersWithData = [];
     for (const peer of inputs.peers ?? []) {
@@ -161,14 +198,12 @@ export async function startOnNode(
     nodeIp: inputs.nodeIp,
     role: inputs.role,
     operation,
-    desired: { version: inputs.version, configSha256: inputs.configSha256 },
-    previous: olds && {
-      version: olds.installedVersion ?? olds.version,
-      configSha256: olds.configSha256,
-    },
+    desired: { version: inputs.version },
+    config: plan,
     facts,
     joinsThrough,
     peersWithData,
+    recordedClusterId: olds?.etcdClusterId,
   });
   for (const reason of decision.reasons) pulumi.log.info(`${label}: ${reason}`);
   const result = await runOn(
@@ -182,8 +217,10 @@ export async function startOnNode(
       INSTALL: decision.install ? "yes" : "no",
       INSTALL_COMMAND: inputs.installCommand,
       MOVE_STALE: decision.moveStale ? "yes" : "no",
+      DATA_DIR: plan.dataDir,
+      FOUND_SHA256: facts.configSha256,
+      NEW_CONFIG_B64: decision.writeConfig ? Buffer.from(plan.text).toString("base64") : "",
       ACTION: decision.action,
-      CONFIG_SHA256: inputs.configSha256,
       FACTS_SCRIPT: inputs.factsScript,
     },
     START_TIMEOUT_MS,
@@ -191,7 +228,12 @@ export async function startOnNode(
   const changes = ssh.changedLines(result);
   const startedAt =
     changes.length > 0 || !olds?.startedAt ? new Date().toISOString() : olds.startedAt;
-  const state = await observeNode(inputs, startedAt, changes);
+  const state = await observeNode(
+    inputs,
+    startedAt,
+    changes,
+    olds?.etcdClusterId ?? decision.etcdClusterId,
+  );
   // Right after a start the node's own etcd may not answer yet; keep what the cluster said.
   return state.membership.startsWith("unreadable") && changes.length > 0
     ? { ...state, membership: decision.membership ?? "starting" }
@@ -212,15 +254,28 @@ const PLAIN_INPUTS = [
   "peers",
 ] as const;
 
+function tokenOf(config: string | undefined): string | undefined {
+  if (config === undefined) return undefined;
+  const token = (YAML.parse(config) as Record<string, unknown> | null)?.token;
+  return token === undefined ? undefined : String(token);
+}
+
 /**
- * Why a node's step must run again: its version or config changed (it restarts), or refresh
- * found it stopped, at another version, with another config or not a voting member.
+ * Why a node's step must run again: its version or a managed key of config.yaml differs from
+ * the stack (it restarts), the token changed, a restart is still pending, or refresh found it
+ * stopped or not a voting member. Managed keys are named one by one (`managedKeys["<key>"]`),
+ * compared with what the host has, so `pulumi preview --diff` shows every key that will change.
  */
 export function nodeStartChanges(olds: NodeStartState, news: NodeStartInputs): string[] {
   const why: string[] = [];
   if ((olds.installedVersion ?? olds.version) !== news.version) why.push("version");
-  if (olds.configSha256 !== undefined && olds.configSha256 !== news.configSha256)
-    why.push("configSha256");
+  const found = olds.managedKeys ?? {};
+  for (const key of new Set([...Object.keys(found), ...Object.keys(news.managedKeys)]))
+    if (found[key] !== news.managedKeys[key]) why.push(`managedKeys["${key}"]`);
+  // A state written before config.yaml was adopted has no config: the step reads the host again.
+  if (olds.config === undefined || tokenOf(olds.config) !== tokenOf(news.config))
+    why.push("config");
+  if (olds.restartPending) why.push("restartPending");
   if (olds.active === false) why.push("active");
   // A learner is on its way in (the join gate waits for it); a server etcd does not list, or
   // whose etcd does not answer, has drifted.
@@ -236,14 +291,25 @@ export const nodeStartProvider: pulumi.dynamic.ResourceProvider = {
     const why = nodeStartChanges(olds, news);
     return {
       changes: why.length > 0,
-      detailedDiff: Object.fromEntries(why.map((k) => [k, { kind: "update" as const }])),
+      // Compared with the host's values (state), not with the previous inputs.
+      detailedDiff: Object.fromEntries(
+        why.map((k) => [k, { kind: "update" as const, inputDiff: false }]),
+      ),
     };
   },
   async create(inputs: NodeStartInputs) {
     return { id: `${inputs.node}/rke2-${inputs.role}`, outs: await startOnNode("create", inputs) };
   },
   async read(id: string, props: NodeStartState) {
-    return { id, props: await observeNode(props, props.startedAt, props.lastChanges ?? []) };
+    return {
+      id,
+      props: await observeNode(
+        props,
+        props.startedAt,
+        props.lastChanges ?? [],
+        props.etcdClusterId,
+      ),
+    };
   },
   async update(_id: string, olds: NodeStartState, news: NodeStartInputs) {
     return { outs: await startOnNode("update", news, olds) };
@@ -260,6 +326,8 @@ export interface JoinGateState {
   readonly membersScript: string;
   readonly timeoutSeconds: number;
   readonly pollSeconds: number;
+  /** RKE2's data-dir on the server, as its node step found it. */
+  readonly dataDir: string;
   /** The server's last start or restart: the gate runs again after each. */
   readonly serverStartedAt: string;
 }
@@ -275,6 +343,7 @@ async function gate(state: JoinGateState): Promise<void> {
       TIMEOUT_SECONDS: String(state.timeoutSeconds),
       POLL_SECONDS: String(state.pollSeconds),
       MEMBERS_SCRIPT: state.membersScript,
+      DATA_DIR: state.dataDir ?? "/var/lib/rancher/rke2",
     },
     (state.timeoutSeconds + 120) * 1000,
   );
@@ -289,6 +358,7 @@ export const joinGateProvider: pulumi.dynamic.ResourceProvider = {
       "timeoutSeconds",
       "pollSeconds",
       "connection",
+      "dataDir",
       "serverStartedAt",
     ] as const;
     return { changes: ssh.inputsDiffer(olds, news, [...keys]) };

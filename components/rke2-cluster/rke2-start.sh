@@ -1,24 +1,35 @@
 #!/bin/bash
 # Applies one start decision on one node. The decision (what to install, whether to move stale
-# etcd data aside, whether to start, restart or only verify) is made by the caller from this
-# node's facts (rke2-facts.sh) and etcd's member list; this script does exactly that and no more.
+# etcd data aside, which config.yaml to write, whether to start, restart or only verify) is made
+# by the caller from this node's facts (rke2-facts.sh) and etcd's member list; this script does
+# exactly that and no more.
 # Parameters arrive as shell assignments before this script:
-#   ROLE             server | agent
-#   VERSION          RKE2 release, e.g. v1.35.7+rke2r1
-#   INSTALL          yes: run INSTALL_COMMAND with INSTALL_RKE2_VERSION/_TYPE set, then check that
-#                    the rke2 binary reports VERSION
-#   INSTALL_COMMAND  how RKE2 is installed (the release's install.sh, or an air-gap equivalent)
-#   MOVE_STALE       yes: this joining server's etcd data belongs to no cluster that knows it;
-#                    move server/db aside (never deleted) before it starts
-#   ACTION           start | restart | verify
-#   CONFIG_SHA256    the config.yaml this step was decided for; RKE2 is not (re)started on another
-#   FACTS_SCRIPT     the rke2-facts.sh text, read for the installed release after installing
+#   ROLE              server | agent
+#   VERSION           RKE2 release, e.g. v1.35.7+rke2r1
+#   INSTALL           yes: run INSTALL_COMMAND with INSTALL_RKE2_VERSION/_TYPE set, then check that
+#                     the rke2 binary reports VERSION
+#   INSTALL_COMMAND   how RKE2 is installed (the release's install.sh, or an air-gap equivalent)
+#   MOVE_STALE        yes: this joining server's etcd data belongs to no cluster that knows it;
+#                     move <data-dir>/server/db aside (never deleted) before it starts
+#   DATA_DIR          RKE2's data-dir as config.yaml sets it
+#   FOUND_SHA256      the config.yaml this step was decided for (its SHA-256, or none); nothing
+#                     is done when the host's file is another
+#   NEW_CONFIG_B64    the config.yaml to write (base64), or empty to keep the file as it is; the
+#                     replaced file is kept beside it as config.yaml.<UTC timestamp>, mode 0600
+#   ACTION            start | restart | verify
+#   FACTS_SCRIPT      the rke2-facts.sh text, read for the installed release after installing
+# A change that needs a restart is marked in /var/lib/rke2-remediation/<unit>.restart-pending
+# before it is made and unmarked once the restart happened, so a step that fails between the
+# two leaves the restart visible to the next refresh and run.
 # Prints "changed: ..." for what it changed and "ok: ..." for what it found right, on stderr.
 set -euo pipefail
+# A command that fails without its own "error:" line still says where (the text, not its values).
+trap 'echo "error: rke2-start.sh line $LINENO failed: $BASH_COMMAND" >&2' ERR
 
 UNIT="rke2-$ROLE.service"
 CONFIG=/etc/rancher/rke2/config.yaml
-DB=/var/lib/rancher/rke2/server/db
+DB="$DATA_DIR/server/db"
+PENDING="/var/lib/rke2-remediation/$UNIT.restart-pending"
 
 changed() { echo "changed: $*" >&2; }
 ok() { echo "ok: $*" >&2; }
@@ -32,6 +43,19 @@ installed_version() {
   ROLE="$ROLE" MEMBERS_SCRIPT="exit 1" bash -c "$FACTS_SCRIPT" 2>/dev/null | sed -n 's/^version=//p' | grep -vx none || true
 }
 
+# 1. The file is the one the decision was made from (checked before anything changes).
+found=none
+if [ -f "$CONFIG" ]; then found="$(sha256sum "$CONFIG" | cut -d' ' -f1)"; fi
+[ "$found" = "$FOUND_SHA256" ] ||
+  fail "$CONFIG changed on the host since this step was planned; nothing was changed. Re-run pulumi up."
+
+# 2. Mark the restart this step owes before making the change that needs it.
+if [ "$ACTION" != "verify" ]; then
+  mkdir -p "$(dirname "$PENDING")"
+  echo "rke2 $VERSION${NEW_CONFIG_B64:+ with a new config.yaml}, by pulumi up $(date -u +%FT%TZ)" >"$PENDING"
+fi
+
+# 3. Install.
 if [ "$INSTALL" = "yes" ]; then
   before="$(installed_version)"
   if ! INSTALL_RKE2_VERSION="$VERSION" INSTALL_RKE2_TYPE="$ROLE" bash -o pipefail -c "$INSTALL_COMMAND" >&2; then
@@ -43,6 +67,7 @@ if [ "$INSTALL" = "yes" ]; then
   changed "installed RKE2 $VERSION ($ROLE)${before:+, replacing $before}"
 fi
 
+# 4. Stale etcd data of a server no cluster member knows: moved aside, never deleted.
 if [ "$MOVE_STALE" = "yes" ]; then
   [ "$ROLE" = "server" ] || fail "only a server has etcd data to move aside"
   aside="$DB.stale-$(date -u +%Y%m%dT%H%M%SZ)"
@@ -51,12 +76,23 @@ if [ "$MOVE_STALE" = "yes" ]; then
   changed "moved etcd data of a server no cluster member knows from $DB to $aside"
 fi
 
-if [ "$ACTION" != "verify" ]; then
-  found="$(sha256sum "$CONFIG" 2>/dev/null | cut -d' ' -f1)"
-  [ "$found" = "$CONFIG_SHA256" ] ||
-    fail "$CONFIG changed on the host since this step was planned; RKE2 was not (re)started. Re-run pulumi up."
+# 5. config.yaml: the replaced file is kept, then the new one replaces it in one rename.
+if [ -n "$NEW_CONFIG_B64" ]; then
+  mkdir -p "$(dirname "$CONFIG")"
+  umask 077
+  if [ -f "$CONFIG" ]; then
+    kept="$CONFIG.$(date -u +%Y%m%dT%H%M%SZ)"
+    cp -p "$CONFIG" "$kept"
+    chmod 0600 "$kept"
+  fi
+  next="$(mktemp "$CONFIG.next.XXXXXX")"
+  base64 -d <<<"$NEW_CONFIG_B64" >"$next"
+  chmod 0600 "$next"
+  mv -f "$next" "$CONFIG"
+  changed "wrote $CONFIG${kept:+ (the previous file is kept as $kept)}"
 fi
 
+# 6. Start, restart or verify.
 systemctl enable "$UNIT" >/dev/null 2>&1 || fail "cannot enable $UNIT: the unit is not installed; re-run with the installer"
 case "$ACTION" in
   start)
@@ -74,3 +110,4 @@ case "$ACTION" in
     ok "$UNIT is running; left as it is" ;;
   *) fail "unknown ACTION '$ACTION'" ;;
 esac
+rm -f "$PENDING"

@@ -1,23 +1,53 @@
-/** Minimal flag parsing for the offline commands: --name value and boolean --flag. */
-export function parseFlags(
-  argv: readonly string[],
-  booleans: readonly string[],
-): Map<string, string> {
-  const flags = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (!arg.startsWith("--"))
-      throw new Error(`unexpected argument "${arg}"; flags start with --.`);
-    const name = arg.slice(2);
-    if (booleans.includes(name)) {
-      flags.set(name, "true");
-    } else {
-      const value = argv[i + 1];
-      if (value === undefined || value.startsWith("--"))
-        throw new Error(`--${name} needs a value.`);
-      flags.set(name, value);
-      i++;
-    }
+/**
+ * Flag parsing for the offline commands, on Node's own `util.parseArgs` (strict: an unknown
+ * flag or a flag without its value is an error, never a silent default). `--help` prints the
+ * command's usage.
+ */
+import { parseArgs } from "util";
+import { closest } from "../config/reader";
+
+export interface CommandSpec {
+  /** `npm run <command> -- ...` */
+  readonly usage: string;
+  /** Flag name -> whether it takes a value, and what it means. */
+  readonly flags: Readonly<Record<string, { readonly value: boolean; readonly help: string }>>;
+}
+
+export type CommandLine =
+  | { readonly help: true; readonly text: string }
+  | { readonly help: false; readonly flags: ReadonlyMap<string, string> };
+
+/** The usage text: the synopsis, then each flag with its meaning. */
+export function usageOf(spec: CommandSpec): string {
+  const rows = Object.entries(spec.flags).map(
+    ([name, f]) => `  --${name}${f.value ? " <value>" : ""}`.padEnd(34) + f.help,
+  );
+  return [`usage: ${spec.usage}`, ...rows, "  --help".padEnd(34) + "print this text"].join("\n");
+}
+
+/** Parses argv; an error names the flag, the closest known one, and shows the usage. */
+export function parseCommandLine(argv: readonly string[], spec: CommandSpec): CommandLine {
+  const options = Object.fromEntries([
+    ...Object.entries(spec.flags).map(([name, f]) => [
+      name,
+      { type: f.value ? ("string" as const) : ("boolean" as const) },
+    ]),
+    ["help", { type: "boolean" as const }],
+  ]);
+  let values: Record<string, unknown>;
+  try {
+    ({ values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }));
+  } catch (err) {
+    const unknown = /Unknown option '--?([^']+)'/.exec((err as Error).message)?.[1];
+    const hint = unknown && closest(unknown, Object.keys(spec.flags));
+    const why = unknown
+      ? `unknown flag --${unknown}${hint ? `; did you mean --${hint}?` : ""}`
+      : (err as Error).message;
+    throw new Error(`${why}\n${usageOf(spec)}`);
   }
-  return flags;
+  if (values.help) return { help: true, text: usageOf(spec) };
+  const flags = new Map<string, string>();
+  for (const [name, value] of Object.entries(values))
+    if (value !== undefined) flags.set(name, String(value));
+  return { help: false, flags };
 }

@@ -9,14 +9,28 @@ import { rawConfigFromStackFile, stackFilePath } from "../config/stack-file";
 import { loadEnvironmentModel } from "../config/validate";
 import { renderArtifacts } from "../render";
 import { restartPlan, RestartPlan } from "../../components/rke2-cluster/restart-plan";
-import { parseFlags } from "./args";
+import { CommandSpec, parseCommandLine, usageOf } from "./args";
+
+const RENDER: CommandSpec = {
+  usage: "npm run render -- --stack <name> [--file <stack yaml>] --out <dir>",
+  flags: {
+    stack: { value: true, help: "the stack whose config is rendered (stacks/Pulumi.<name>.yaml)" },
+    file: { value: true, help: "read the stack config from this file instead" },
+    out: { value: true, help: "directory the artifacts and index.json are written to" },
+  },
+};
 
 function main(argv: readonly string[]): number {
-  const flags = parseFlags(argv, []);
+  const line = parseCommandLine(argv, RENDER);
+  if (line.help) {
+    console.log(line.text);
+    return 0;
+  }
+  const { flags } = line;
   const stack = flags.get("stack");
   const out = flags.get("out");
   if (!stack || !out) {
-    console.error("usage: npm run render -- --stack <name> [--file <stack yaml>] --out <dir>");
+    console.error(`--stack and --out are required\n${usageOf(RENDER)}`);
     return 2;
   }
   const model = loadEnvironmentModel(

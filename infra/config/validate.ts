@@ -3,6 +3,7 @@ import {
   Cni,
   DEFAULT_UNMANAGED_DEVICES,
   DeploySelection,
+  DnsPolicyNamespace,
   DnsSettings,
   DownstreamClusterSpec,
   DownstreamRole,
@@ -14,12 +15,16 @@ import {
   NodeRole,
   NodeSpec,
   RancherSettings,
+  Rke2PassThrough,
   SECRET_KEYS,
   SshEndpoint,
   Cidr,
   cidrContains,
+  cidrSize,
   cidrsOverlap,
+  ipToNumber,
   isIpv4,
+  numberToIp,
   nthAddress,
   parseCidr,
   inZone,
@@ -33,7 +38,14 @@ import {
   RELEASE_TABLE_MODULE,
 } from "../../components/cluster-dns/chart-releases";
 import { releaseDnsProblem } from "../../components/cluster-dns/values";
+import { systemNamespaceOwner } from "../../components/cluster-dns/egress-isolation";
 import { missingRoles, registrationPlan } from "../../components/rancher-cluster/registration";
+import {
+  ARG_LIST_FLAGS_MANAGED,
+  argFlag,
+  isArgList,
+  MANAGED_RKE2_KEYS,
+} from "../../components/rke2-cluster/config";
 
 export const CONFIG_NAMESPACE = "rke2-remediation";
 
@@ -71,6 +83,7 @@ const CLUSTER_KEYS: KeyMap = {
   etcdSnapshot: { scheduleCron: SETTING, retention: SETTING },
   nodePortRange: SETTING,
   joinGate: { timeoutSeconds: SETTING, pollSeconds: SETTING },
+  extraConfig: SETTING,
 };
 /**
  * Settings only the management cluster uses: Rancher installs and joins a downstream cluster's
@@ -82,6 +95,8 @@ const MANAGEMENT_CLUSTER_KEYS: KeyMap = {
   serverJoin: SETTING,
   dnsDelivery: SETTING,
   registrationAddress: SETTING,
+  serverConfig: SETTING,
+  agentConfig: SETTING,
 };
 
 export const STACK_CONFIG_KEYS: KeyMap = {
@@ -89,11 +104,20 @@ export const STACK_CONFIG_KEYS: KeyMap = {
     ssh: SSH_KEYS,
     network: SETTING,
     subnet: SETTING,
+    gateway: SETTING,
     dnsRecords: SETTING,
     dhcpDomain: SETTING,
   },
   nodes: [
-    { name: SETTING, ip: SETTING, cluster: SETTING, role: SETTING, roles: SETTING, ssh: SSH_KEYS },
+    {
+      name: SETTING,
+      ip: SETTING,
+      cluster: SETTING,
+      role: SETTING,
+      roles: SETTING,
+      ssh: SSH_KEYS,
+      extraConfig: SETTING,
+    },
   ],
   rke2: MANAGEMENT_CLUSTER_KEYS,
   rancher: {
@@ -106,7 +130,7 @@ export const STACK_CONFIG_KEYS: KeyMap = {
     neutralizedSearchDomains: SETTING,
     nodeLocal: { enabled: SETTING, ip: SETTING },
     upstreamResolvers: SETTING,
-    policyNamespaces: SETTING,
+    policyNamespaces: [{ name: SETTING, isolate: SETTING }],
   },
   nodePreparation: { unmanagedDevices: SETTING, bringUpKubeIpvs: SETTING },
   deploy: {
@@ -190,6 +214,8 @@ export function validateEnvironment(
     Array.isArray(v.nodes) && nodes.length === v.nodes.length,
   );
   checkSecrets(r, raw, options, nodes, rancher, management);
+  checkEstateMistakes(r, { raw, libvirt, clusters, nodes, dns, rancher });
+  checkNeutralizedDomainsSpareRancher(r, dns, rancher);
 
   if (r.problems.length > 0 || !libvirt) return { problems: r.problems };
   const dnsWithRancher = rancherAnswer
@@ -289,7 +315,8 @@ function readSsh(
           `(cat /etc/ssh/ssh_host_ed25519_key.pub) and set the whole line here.`,
       );
     }
-  } else if (!HOST_KEY.test(hostKey)) {
+  } else if (!HOST_KEY.test(hostKey) && secretShapeOf(hostKey) === undefined) {
+    // A private key pasted here is reported by checkPlainSecrets, without echoing it.
     r.problem(
       `${path}.hostKey`,
       `for ${who} is not an OpenSSH public key line ("ssh-ed25519 AAAA..."); copy it from the host's /etc/ssh/ssh_host_*_key.pub without the comment.`,
@@ -369,7 +396,18 @@ function readClusterSettings(
   });
   const registrationAddress = readRegistrationAddress(r, o.registrationAddress, path, name);
   const privateRegistry = r.string(o.privateRegistry, `${path}.privateRegistry`);
-  if (privateRegistry !== undefined && !/^[A-Za-z0-9.-]+(:\d{1,5})?$/.test(privateRegistry)) {
+  if (privateRegistry?.includes("@")) {
+    // Never echoed: what stands before "@" is a user name and likely a password.
+    // rancher/rke2-docs@9477b7b1df1f:docs/install/airgap.md: system-default-registry is a host
+    // and optional port; docs/install/private_registry.md: credentials go in registries.yaml.
+    r.problem(
+      `${path}.privateRegistry`,
+      "carries credentials before the host (user:password@...), in clear text in the stack file and Pulumi's state; RKE2's system-default-registry takes host[:port] only, and registry credentials belong in the nodes' /etc/rancher/rke2/registries.yaml. Write host[:port] and replace that password.",
+    );
+  } else if (
+    privateRegistry !== undefined &&
+    !/^[A-Za-z0-9.-]+(:\d{1,5})?$/.test(privateRegistry)
+  ) {
     r.problem(
       `${path}.privateRegistry`,
       `"${privateRegistry}" must be host[:port], e.g. 192.168.122.156:30000.`,
@@ -394,7 +432,14 @@ function readClusterSettings(
     `${path}.clusterDomain`,
   );
   const gate = r.object(o.joinGate, `${path}.joinGate`) ?? {};
+  const passThrough = (key: "extraConfig" | "serverConfig" | "agentConfig") => {
+    const settings = readPassThrough(r, o[key], `${path}.${key}`);
+    return settings === undefined ? {} : { [key]: settings };
+  };
   return {
+    ...passThrough("extraConfig"),
+    ...passThrough("serverConfig"),
+    ...passThrough("agentConfig"),
     name,
     version: version ?? "",
     cni: r.oneOf(o.cni, `${path}.cni`, CNIS, "calico"),
@@ -472,7 +517,15 @@ function readRancher(r: ConfigReader, value: unknown): RancherSettings | undefin
   let hostname: string | undefined;
   if (url !== undefined) {
     const m = /^https:\/\/([^/:]+)(:\d+)?\/?$/.exec(url);
-    if (!m || !isHostname(m[1])) {
+    if (/:\/\/[^/]*@/.test(url)) {
+      // Never echoed: the part before "@" is a user name and likely a password. One that
+      // holds a password is reported by checkPlainSecrets.
+      if (secretShapeOf(url) === undefined)
+        r.problem(
+          "rancher.url",
+          "carries credentials before the host (https://user:password@...), which would be written in clear text to the stack file and to Pulumi's state; write only https://<hostname>[:port] and replace that password.",
+        );
+    } else if (!m || !isHostname(m[1])) {
       r.problem(
         "rancher.url",
         `"${url}" must be https://<hostname>[:port]; Rancher agents only trust HTTPS.`,
@@ -485,7 +538,12 @@ function readRancher(r: ConfigReader, value: unknown): RancherSettings | undefin
   // trailing newline (rancher/rancher@v2.14.3 pkg/systemtemplate/import.go, CAChecksum), and a
   // trimmed PEM's checksum would never match.
   const caCertificate = r.text(o.caCertificate, "rancher.caCertificate");
-  if (caCertificate !== undefined && !caCertificate.includes("-----BEGIN CERTIFICATE-----")) {
+  // A private key pasted here is reported by checkPlainSecrets, without echoing it.
+  if (
+    caCertificate !== undefined &&
+    !caCertificate.includes("-----BEGIN CERTIFICATE-----") &&
+    !/PRIVATE KEY-----/.test(caCertificate)
+  ) {
     r.problem("rancher.caCertificate", "must be a PEM certificate (-----BEGIN CERTIFICATE-----).");
   }
   const list = r.array(o.downstreamClusters, "rancher.downstreamClusters") ?? [];
@@ -522,6 +580,58 @@ function readRancher(r: ConfigReader, value: unknown): RancherSettings | undefin
   return { url, hostname, caCertificate, downstreamClusters };
 }
 
+const RKE2_FLAG = /^[a-z0-9][a-z0-9-]*[a-z0-9]$/;
+
+/**
+ * Pass-through RKE2 settings (`rke2.extraConfig`, `rke2.serverConfig`, `rke2.agentConfig`,
+ * `nodes[i].extraConfig`, `rancher.downstreamClusters[i].extraConfig`): a map of `rke2 server
+ * --help` keys to a scalar or a list of scalars. A key the product manages is refused with the
+ * stack key that sets it, and so is a `*-arg` entry for a flag the product renders.
+ */
+function readPassThrough(
+  r: ConfigReader,
+  value: unknown,
+  path: string,
+): Rke2PassThrough | undefined {
+  if (value === undefined) return undefined;
+  const o = r.object(value, path);
+  if (!o) return undefined;
+  const settings: Record<string, unknown> = {};
+  for (const [key, setting] of Object.entries(o)) {
+    const at = `${path}.${key}`;
+    if (!RKE2_FLAG.test(key)) {
+      r.problem(
+        at,
+        `"${key}" is not an RKE2 setting name; write it as rke2 server --help spells it, e.g. node-taint.`,
+      );
+      continue;
+    }
+    const manager = MANAGED_RKE2_KEYS[key];
+    if (manager !== undefined) {
+      r.problem(at, `is a setting the product manages; set it through ${manager} instead.`);
+      continue;
+    }
+    const scalar = (v: unknown) => ["string", "number", "boolean"].includes(typeof v);
+    if (!scalar(setting) && !(Array.isArray(setting) && setting.every(scalar))) {
+      r.problem(at, "must be a string, number, boolean or a list of them, as in config.yaml.");
+      continue;
+    }
+    const managedFlags = ARG_LIST_FLAGS_MANAGED[key] ?? {};
+    const taken = isArgList(key)
+      ? (Array.isArray(setting) ? setting : [setting]).map(argFlag).filter((f) => f in managedFlags)
+      : [];
+    if (taken.length > 0) {
+      r.problem(
+        at,
+        `sets ${taken.join(", ")}, which the product renders from ${taken.map((f) => managedFlags[f]).join(", ")}; set it there instead.`,
+      );
+      continue;
+    }
+    settings[key] = setting;
+  }
+  return settings;
+}
+
 function readNodes(r: ConfigReader, value: unknown, clusters: ClusterSettings[]): NodeSpec[] {
   const list = r.array(value, "nodes");
   if (!list || list.length === 0) {
@@ -536,6 +646,10 @@ function readNodes(r: ConfigReader, value: unknown, clusters: ClusterSettings[])
     const path = `nodes[${i}]`;
     const o = r.object(item, path);
     if (!o) return;
+    // A node name is a DNS subdomain, compared in lowercase: Kubernetes accepts only lowercase
+    // RFC 1123 subdomains as node names (kubernetes/kubernetes@v1.35.4:
+    // pkg/apis/core/validation/validation.go, ValidateNodeName = NameIsDNSSubdomain;
+    // k8s.io/apimachinery@v0.35.4:pkg/util/validation/validation.go, IsDNS1123Subdomain).
     const name = readHostname(r, o.name, `${path}.name`);
     if (o.name === undefined) r.problem(`${path}.name`, "is missing; set the node's hostname.");
     const ip = readIp(r, o.ip, `${path}.ip`);
@@ -544,7 +658,10 @@ function readNodes(r: ConfigReader, value: unknown, clusters: ClusterSettings[])
       if (names.has(name)) {
         r.problem(
           `${path}.name`,
-          `"${name}" is also nodes[${names.get(name)}]; node names must be unique.`,
+          `"${name}" is also nodes[${names.get(name)}]; node names must be unique` +
+            (typeof o.name === "string" && o.name.trim() !== name
+              ? " (Kubernetes node names are lowercase, so names differing only in case are one node)."
+              : "."),
         );
       } else names.set(name, i);
     }
@@ -567,7 +684,9 @@ function readNodes(r: ConfigReader, value: unknown, clusters: ClusterSettings[])
     // An invalid ip is reported above; do not also report the SSH host it would have given.
     const sshDefault = ip ?? (o.ip === undefined ? undefined : "");
     const ssh = readSsh(r, o.ssh, `${path}.ssh`, sshDefault, `node ${name ?? path}`);
-    if (name && ip && ssh && roles) nodes.push({ name, ip, cluster, roles, ssh });
+    const extraConfig = readPassThrough(r, o.extraConfig, `${path}.extraConfig`);
+    if (name && ip && ssh && roles)
+      nodes.push({ name, ip, cluster, roles, ssh, ...(extraConfig ? { extraConfig } : {}) });
   });
   return nodes;
 }
@@ -648,15 +767,66 @@ function readDns(r: ConfigReader, value: unknown): DnsSettings {
   const upstreamResolvers = (upstreamList ?? [])
     .map((ip, i) => readIp(r, ip, `dns.upstreamResolvers[${i}]`))
     .filter((ip): ip is string => ip !== undefined);
-  const policyNamespaces = (r.stringList(o.policyNamespaces, "dns.policyNamespaces") ?? []).filter(
-    (ns, i) => {
-      const ok = K8S_NAME.test(ns);
-      if (!ok)
-        r.problem(`dns.policyNamespaces[${i}]`, `"${ns}" is not a Kubernetes namespace name.`);
-      return ok;
-    },
-  );
+  const policyNamespaces = readPolicyNamespaces(r, o.policyNamespaces);
   return { staticHosts, neutralizedSearchDomains, nodeLocal, upstreamResolvers, policyNamespaces };
+}
+
+/**
+ * `dns.policyNamespaces`: a name (the DNS egress policy as an allowance, checked at `up` against
+ * the namespace's own egress policies) or `{ name, isolate }`. `isolate: true` makes the
+ * namespace default-deny egress except DNS, which Rancher's and RKE2's own namespaces can never
+ * be: Rancher would lose its API and the cluster agents Rancher, CoreDNS its upstreams.
+ */
+function readPolicyNamespaces(r: ConfigReader, value: unknown): DnsPolicyNamespace[] {
+  const entries: DnsPolicyNamespace[] = [];
+  const seen = new Map<string, number>();
+  (r.array(value, "dns.policyNamespaces") ?? []).forEach((item, i) => {
+    const path = `dns.policyNamespaces[${i}]`;
+    let name: string | undefined;
+    let isolate = false;
+    if (typeof item === "string") {
+      name = item;
+    } else if (typeof item === "object" && item !== null && !Array.isArray(item)) {
+      const o = item as Record<string, unknown>;
+      name = r.requiredString(o.name, `${path}.name`, "give the namespace's name.");
+      isolate = r.boolean(o.isolate, `${path}.isolate`, false);
+    } else {
+      r.problem(
+        path,
+        'is neither a namespace name nor a map { name, isolate }; write "<namespace>" or { name: <namespace>, isolate: true }.',
+      );
+      return;
+    }
+    if (name === undefined) return;
+    const namePath = typeof item === "string" ? path : `${path}.name`;
+    if (!K8S_NAME.test(name)) {
+      r.problem(namePath, `"${name}" is not a Kubernetes namespace name.`);
+      return;
+    }
+    const earlier = seen.get(name);
+    if (earlier !== undefined) {
+      r.problem(
+        namePath,
+        `"${name}" is also dns.policyNamespaces[${earlier}]; list each namespace once.`,
+      );
+      return;
+    }
+    seen.set(name, i);
+    const owner = systemNamespaceOwner(name);
+    if (isolate && owner) {
+      r.problem(
+        `${path}.isolate`,
+        `${name} is ${owner}'s own namespace; isolate: true would make it default-deny egress ` +
+          "except DNS and cut it off from the Kubernetes API and everything else (Rancher from " +
+          "its API and the cluster agents, CoreDNS from its upstreams: seed 000's symptom). Remove " +
+          "isolate; the allowance then goes in only where an egress policy of the namespace's own " +
+          "already restricts its pods, which `up` checks.",
+      );
+      return;
+    }
+    entries.push({ name, isolate });
+  });
+  return entries;
 }
 
 function readNodePreparation(r: ConfigReader, value: unknown): NodePreparationSettings {
@@ -1114,4 +1284,586 @@ function checkRancherStaticHosts(
     );
   }
   return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Estate mistakes that are well-formed values: addresses no host can have, ranges that swallow
+// RKE2's own ports, names and ports that cannot work, secrets pasted into plain keys. Each is
+// checked against the values as read, so one run names them all.
+// ---------------------------------------------------------------------------------------------
+
+/** The inputs of the estate checks, as validateEnvironment has read them. */
+interface EstateFacts {
+  readonly raw: RawStackConfig;
+  readonly libvirt: LibvirtSettings | undefined;
+  readonly clusters: readonly ClusterSettings[];
+  readonly nodes: readonly NodeSpec[];
+  readonly dns: DnsSettings;
+  readonly rancher: RancherSettings | undefined;
+}
+
+function checkEstateMistakes(r: ConfigReader, facts: EstateFacts): void {
+  const gateway = readLibvirtGateway(r, facts.raw.values.libvirt, facts.libvirt);
+  checkNodeAddresses(r, facts, gateway);
+  checkRegistrationAddressPlacement(r, facts, gateway);
+  checkClusterNetworkSizes(r, facts.clusters);
+  checkReservedClusterNetworks(r, facts.clusters);
+  checkNodePortRanges(r, facts.clusters, facts.nodes);
+  checkPrivateRegistryPorts(r, facts.clusters);
+  checkDnsServerAddresses(r, facts.dns);
+  checkEmptyAddressLists(r, facts.raw.values);
+  checkSshEndpoints(r, facts);
+  checkRancherUrlHost(r, facts.raw.values.rancher);
+  checkPlainSecrets(r, facts.raw);
+}
+
+/** The stack key of a cluster's settings: `rke2` or `rancher.downstreamClusters[i]`. */
+function clusterPath(cluster: ClusterSettings, index: number): string {
+  return cluster.name === MANAGEMENT_CLUSTER ? "rke2" : `rancher.downstreamClusters[${index - 1}]`;
+}
+
+/** Where a node is listed in the stack's `nodes`, matched by its (unique, lowercase) name. */
+function nodeIndex(values: RawStackConfig["values"], node: NodeSpec): number {
+  const list = Array.isArray(values.nodes) ? (values.nodes as unknown[]) : [];
+  return list.findIndex((item) => {
+    const name = (item as { name?: unknown } | null)?.name;
+    return typeof name === "string" && name.trim().toLowerCase() === node.name;
+  });
+}
+
+/**
+ * IPv4 blocks no node, pod or service address may be in: RFC 6890's "this network", loopback and
+ * reserved blocks, RFC 5771's multicast block, and the link-local block, which is reachable only
+ * on its own link (RFC 3927) and holds the NodeLocalDNS address.
+ */
+const NOT_UNICAST: readonly { readonly cidr: Cidr; readonly what: string }[] = [
+  { text: "0.0.0.0/8", what: 'the "this network" block (0.0.0.0 is the unspecified address)' },
+  { text: "127.0.0.0/8", what: "the loopback block" },
+  { text: "169.254.0.0/16", what: "the link-local block" },
+  { text: "224.0.0.0/4", what: "the multicast block" },
+  { text: "240.0.0.0/4", what: "the reserved block (255.255.255.255 is the broadcast address)" },
+].map((b) => ({ cidr: parseCidr(b.text)!, what: b.what }));
+
+/** Private blocks (RFC 1918). */
+const PRIVATE_BLOCKS: readonly Cidr[] = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"].map((t) =>
+  parseCidr(t)!,
+);
+const LINK_LOCAL = parseCidr("169.254.0.0/16")!;
+
+function specialBlockOf(ip: string): string | undefined {
+  return NOT_UNICAST.find((b) => cidrContains(b.cidr, ip))?.what;
+}
+
+/**
+ * `libvirt.gateway`: the KVM host's address on the libvirt network, which its dnsmasq serves
+ * and the nodes route through. Default: the subnet's first address, where libvirt's default
+ * network puts it (libvirt/libvirt@2b9e27710 src/network/default.xml.in: `<ip
+ * address='192.168.122.1' netmask='255.255.255.0'>`, DHCP from .2 to .254).
+ */
+function readLibvirtGateway(
+  r: ConfigReader,
+  value: unknown,
+  libvirt: LibvirtSettings | undefined,
+): string | undefined {
+  const subnet = libvirt ? parseCidr(libvirt.subnet) : undefined;
+  const given = (value as { gateway?: unknown } | null | undefined)?.gateway;
+  if (given === undefined) {
+    return subnet && subnet.prefix <= 30 ? numberToIp(subnet.base + 1) : undefined;
+  }
+  const ip = readIp(r, given, "libvirt.gateway");
+  if (ip === undefined || !subnet) return undefined;
+  const size = cidrSize(subnet);
+  if (
+    !cidrContains(subnet, ip) ||
+    ip === numberToIp(subnet.base) ||
+    ipToNumber(ip) === subnet.base + size - 1
+  ) {
+    r.problem(
+      "libvirt.gateway",
+      `${ip} is not a host address of ${r.key("libvirt.subnet")} ${subnet.text}; set the address ` +
+        "the KVM host has on the network (`virsh net-dumpxml <network>`, the <ip address=...> element).",
+    );
+    return undefined;
+  }
+  return ip;
+}
+
+/**
+ * Why `ip` cannot be a host on the node network (nodes, a registration VIP), or undefined.
+ * `gateway` and the KVM host's own address belong to the KVM host.
+ */
+function addressNoNodeCanHave(
+  ip: string,
+  facts: EstateFacts,
+  gateway: string | undefined,
+): string | undefined {
+  const special = specialBlockOf(ip);
+  if (special) return `${ip} is in ${special}, where no node of the estate can be reached`;
+  const subnet = facts.libvirt ? parseCidr(facts.libvirt.subnet) : undefined;
+  if (subnet && cidrContains(subnet, ip) && subnet.prefix <= 30) {
+    if (ipToNumber(ip) === subnet.base) {
+      return `${ip} is the network address of libvirt.subnet ${subnet.text}, which no host can have`;
+    }
+    if (ipToNumber(ip) === subnet.base + cidrSize(subnet) - 1) {
+      return `${ip} is the broadcast address of libvirt.subnet ${subnet.text}, which no host can have`;
+    }
+  }
+  if (ip === gateway) {
+    return `${ip} is the libvirt network's gateway, the KVM host's own address on it (libvirt.gateway)`;
+  }
+  if (facts.libvirt && ip === facts.libvirt.ssh.host) {
+    return `${ip} is the KVM host's own address (libvirt.ssh.host)`;
+  }
+  for (const [i, c] of facts.clusters.entries()) {
+    const path = clusterPath(c, i);
+    const nets: [string, string][] = [
+      [`${path}.clusterCidr`, c.clusterCidr],
+      [`${path}.serviceCidr`, c.serviceCidr],
+    ];
+    for (const [key, text] of nets) {
+      const net = parseCidr(text);
+      if (net && cidrContains(net, ip)) {
+        return `${ip} lies inside ${key} ${text}, which the cluster routes to pods or services, not to nodes`;
+      }
+    }
+  }
+  return undefined;
+}
+
+function checkNodeAddresses(
+  r: ConfigReader,
+  facts: EstateFacts,
+  gateway: string | undefined,
+): void {
+  for (const node of facts.nodes) {
+    const why = addressNoNodeCanHave(node.ip, facts, gateway);
+    if (why) {
+      r.problem(
+        `nodes[${nodeIndex(facts.raw.values, node)}].ip`,
+        `${why}; set the address node ${node.name} has on the libvirt network (\`ip -4 addr\` on the node).`,
+      );
+    }
+  }
+}
+
+/**
+ * A registration address is a VIP or name in front of the management servers; a downstream
+ * node's address is another cluster's machine, and the KVM host's or a reserved address is no
+ * server at all. (A management node's own address is refused by checkRegistrationAddress.)
+ */
+function checkRegistrationAddressPlacement(
+  r: ConfigReader,
+  facts: EstateFacts,
+  gateway: string | undefined,
+): void {
+  const management = facts.clusters.find((c) => c.name === MANAGEMENT_CLUSTER);
+  const address = management?.registrationAddress;
+  if (address === undefined || !isIpv4(address)) return;
+  const downstream = facts.nodes.find((n) => n.cluster !== MANAGEMENT_CLUSTER && n.ip === address);
+  const why = downstream
+    ? `${address} is the address of node ${downstream.name} of downstream cluster ${downstream.cluster}, not of a management server`
+    : addressNoNodeCanHave(address, facts, gateway);
+  if (why) {
+    r.problem(
+      "rke2.registrationAddress",
+      `${why}; joining servers and agents would register there. Set the VIP or DNS name in front of the management servers, or remove the key to join through the first server.`,
+    );
+  }
+}
+
+/**
+ * The service CIDR holds kube-dns at its 10th address, which RKE2 renders as kubelet's
+ * cluster-dns: in a /29 or smaller that address lies outside the range. The apiserver never
+ * allocates an IPv4 range's network or broadcast address
+ * (kubernetes/kubernetes@v1.35.4:pkg/registry/core/service/ipallocator/bitmap.go, New), so
+ * .10 needs at least a /28. It refuses a range larger than /12
+ * (kubernetes/kubernetes@v1.35.4:cmd/kube-apiserver/app/options/validation.go,
+ * validateMaxCIDRRange with maxCIDRBits 20).
+ */
+function checkClusterNetworkSizes(r: ConfigReader, clusters: readonly ClusterSettings[]): void {
+  clusters.forEach((c, i) => {
+    const net = parseCidr(c.serviceCidr);
+    if (!net) return;
+    const key = `${clusterPath(c, i)}.serviceCidr`;
+    if (net.prefix > 28) {
+      r.problem(
+        key,
+        `${net.text} holds ${cidrSize(net)} addresses, too few for kube-dns at its 10th address: ` +
+          `cluster-dns would be ${c.clusterDnsIp}, outside the range, and no pod could resolve a name. ` +
+          "Use a /28 or larger service network, e.g. 10.43.0.0/16.",
+      );
+    } else if (net.prefix < 12) {
+      r.problem(
+        key,
+        `${net.text} is larger than kube-apiserver accepts (at most a /12 for IPv4); it would not ` +
+          "start. Use a /12 or smaller service network, e.g. 10.43.0.0/16.",
+      );
+    }
+  });
+}
+
+/** Pod and service networks in blocks that are never routed as unicast (see NOT_UNICAST). */
+function checkReservedClusterNetworks(r: ConfigReader, clusters: readonly ClusterSettings[]): void {
+  clusters.forEach((c, i) => {
+    const path = clusterPath(c, i);
+    for (const [key, text] of [
+      [`${path}.clusterCidr`, c.clusterCidr],
+      [`${path}.serviceCidr`, c.serviceCidr],
+    ] as const) {
+      const net = parseCidr(text);
+      const block = net && NOT_UNICAST.find((b) => cidrsOverlap(b.cidr, net));
+      if (net && block) {
+        r.problem(
+          key,
+          `${net.text} overlaps ${block.cidr.text}, ${block.what}; pod and service addresses there ` +
+            "are not routed (and 169.254.0.0/16 holds the NodeLocalDNS address). Use a private " +
+            "network such as 10.42.0.0/16 (pods) or 10.43.0.0/16 (services).",
+        );
+      }
+    }
+  });
+}
+
+/**
+ * A neutralised search domain that contains the Rancher host makes the cluster DNS answer
+ * NXDOMAIN for Rancher itself: the cluster agent never reaches it (seed 000, made by the fix).
+ * An error in every stack shape, with or without libvirt records.
+ */
+function checkNeutralizedDomainsSpareRancher(
+  r: ConfigReader,
+  dns: DnsSettings,
+  rancher: RancherSettings | undefined,
+): void {
+  if (!rancher) return;
+  dns.neutralizedSearchDomains.forEach((domain, i) => {
+    if (!inZone(rancher.hostname, domain)) return;
+    r.problem(
+      `dns.neutralizedSearchDomains[${i}]`,
+      `"${domain}" contains Rancher's host ${rancher.hostname} (${r.key("rancher.url")}); the cluster ` +
+        `DNS would answer NXDOMAIN for it and the cluster agents would never reach Rancher (seed 000). ` +
+        "Neutralise only the search domain the nodes hand to pods (their DHCP domain, `local` in the seeds).",
+    );
+  });
+}
+
+/**
+ * Ports RKE2 nodes listen on (rancher/rke2-docs@9477b7b1df1f:docs/install/requirements.md,
+ * "Inbound Network Rules" and "CNI Specific Inbound Network Rules"). A NodePort in the range
+ * is forwarded by kube-proxy on every node, so a service the apiserver happens to give one of
+ * these ports takes that port's traffic away from RKE2.
+ */
+const RKE2_PORTS: readonly { readonly port: number; readonly what: string }[] = [
+  { port: 6443, what: "Kubernetes API" },
+  { port: 9345, what: "RKE2 supervisor API" },
+  { port: 10250, what: "kubelet" },
+  { port: 2379, what: "etcd client port" },
+  { port: 2380, what: "etcd peer port" },
+  { port: 2381, what: "etcd metrics port" },
+];
+const CNI_PORTS: Readonly<
+  Record<Cni, readonly { readonly port: number; readonly what: string }[]>
+> = {
+  canal: [
+    { port: 8472, what: "Canal VXLAN" },
+    { port: 9099, what: "Canal health checks" },
+    { port: 51820, what: "Canal WireGuard IPv4" },
+    { port: 51821, what: "Canal WireGuard IPv6" },
+  ],
+  cilium: [
+    { port: 4240, what: "Cilium health checks" },
+    { port: 8472, what: "Cilium VXLAN" },
+    { port: 51871, what: "Cilium WireGuard" },
+  ],
+  calico: [
+    { port: 179, what: "Calico BGP" },
+    { port: 4789, what: "Calico VXLAN" },
+    { port: 5473, what: "Calico Typha" },
+    { port: 9098, what: "Calico Typha health checks" },
+    { port: 9099, what: "Calico health checks" },
+  ],
+  flannel: [{ port: 4789, what: "Flannel VXLAN" }],
+};
+
+function checkNodePortRanges(
+  r: ConfigReader,
+  clusters: readonly ClusterSettings[],
+  nodes: readonly NodeSpec[],
+): void {
+  clusters.forEach((c, i) => {
+    const m = /^(\d{1,5})-(\d{1,5})$/.exec(c.nodePortRange);
+    if (!m) return; // reported where it is read
+    const [low, high] = [Number(m[1]), Number(m[2])];
+    const key = `${clusterPath(c, i)}.nodePortRange`;
+    if (low < 1) {
+      r.problem(
+        key,
+        `"${c.nodePortRange}" starts at port 0, which is no port; start at 1 or above, e.g. 30000-32767.`,
+      );
+      return;
+    }
+    const sshPorts = [...new Set(nodes.filter((n) => n.cluster === c.name).map((n) => n.ssh.port))];
+    const covered = [
+      ...RKE2_PORTS,
+      ...CNI_PORTS[c.cni],
+      ...sshPorts.map((port) => ({ port, what: "SSH to the nodes" })),
+    ].filter((p) => p.port >= low && p.port <= high);
+    if (covered.length > 0) {
+      r.problem(
+        key,
+        `${c.nodePortRange} covers ${covered.map((p) => `${p.port} (${p.what})`).join(", ")}; ` +
+          "kube-proxy forwards every NodePort on every node, so a service given one of these " +
+          "ports takes its traffic from the node. Use a range clear of them, e.g. 30000-32767.",
+      );
+    }
+  });
+}
+
+function checkPrivateRegistryPorts(r: ConfigReader, clusters: readonly ClusterSettings[]): void {
+  clusters.forEach((c, i) => {
+    if (c.privateRegistry === undefined) return;
+    const m = /^([A-Za-z0-9.-]+)(?::(\d{1,5}))?$/.exec(c.privateRegistry);
+    if (!m) return; // reported where it is read
+    const key = `${clusterPath(c, i)}.privateRegistry`;
+    const [, host, port] = m;
+    if (!isIpv4(host) && (!isHostname(host) || /(^|\.)\d+$/.test(host))) {
+      r.problem(
+        key,
+        `"${host}" is neither an IPv4 address nor a DNS name; write the registry as host[:port], e.g. 192.168.122.156:30000.`,
+      );
+    }
+    if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) {
+      r.problem(
+        key,
+        `port ${port} is outside 1-65535; write the port the registry listens on, e.g. 192.168.122.156:30000.`,
+      );
+    }
+  });
+}
+
+/**
+ * `dns.nodeLocal.ip` is an address every node binds for the node-local cache: it must be one no
+ * network routes, link-local (RFC 3927) or private (RFC 1918); a public address would capture
+ * that host for every pod. An upstream resolver in a block that holds no unicast host cannot
+ * answer; one on the link-local block is only reachable on its own link, which from a pod is
+ * at best a node-local cache again (seed 004's loop). Loopback upstreams are reported with the
+ * loop checks.
+ */
+function checkDnsServerAddresses(r: ConfigReader, dns: DnsSettings): void {
+  const nodeLocal = dns.nodeLocal.ip;
+  const special = specialBlockOf(nodeLocal);
+  if (special && !cidrContains(LINK_LOCAL, nodeLocal)) {
+    r.problem(
+      "dns.nodeLocal.ip",
+      `${nodeLocal} is in ${special}; the node-local cache cannot listen there. Use a link-local address such as 169.254.20.10.`,
+    );
+  } else if (!special && !PRIVATE_BLOCKS.some((b) => cidrContains(b, nodeLocal))) {
+    r.problem(
+      "dns.nodeLocal.ip",
+      `${nodeLocal} is a public address; every node would answer it itself, so pods could no longer reach the real host. Use a link-local address such as 169.254.20.10.`,
+    );
+  }
+  const seen = new Map<string, number>();
+  dns.upstreamResolvers.forEach((ip, i) => {
+    const path = `dns.upstreamResolvers[${i}]`;
+    if (seen.has(ip)) {
+      r.problem(
+        path,
+        `${ip} is also dns.upstreamResolvers[${seen.get(ip)}]; a second entry for the same server is no second resolver. List each resolver once.`,
+      );
+    } else seen.set(ip, i);
+    // Loopback and the NodeLocalDNS address are reported by the loop checks.
+    if (ip.startsWith("127.") || (dns.nodeLocal.enabled && ip === nodeLocal)) return;
+    const block = specialBlockOf(ip);
+    if (block) {
+      r.problem(
+        path,
+        `${ip} is in ${block}, where no resolver can answer a pod's CoreDNS; use the address of a DNS server the nodes reach, e.g. the libvirt network's dnsmasq.`,
+      );
+    }
+  });
+}
+
+/** A host entry with no address answers nothing (the cluster DNS) or adds no record (libvirt). */
+function checkEmptyAddressLists(r: ConfigReader, values: RawStackConfig["values"]): void {
+  const lists: [string, unknown, string][] = [
+    [
+      "dns.staticHosts",
+      (values.dns as { staticHosts?: unknown } | undefined)?.staticHosts,
+      "the cluster DNS would answer nothing for it",
+    ],
+    [
+      "libvirt.dnsRecords",
+      (values.libvirt as { dnsRecords?: unknown } | undefined)?.dnsRecords,
+      "libvirt would get no record for it",
+    ],
+  ];
+  for (const [key, map, effect] of lists) {
+    if (typeof map !== "object" || map === null || Array.isArray(map)) continue;
+    for (const [name, ips] of Object.entries(map)) {
+      if (Array.isArray(ips) && ips.length === 0) {
+        r.problem(
+          `${key}["${name}"]`,
+          `lists no address; ${effect}. List its IPv4 addresses, e.g. [192.168.122.20], or remove the entry.`,
+        );
+      }
+    }
+  }
+}
+
+/**
+ * Every host the stack reaches over SSH is one machine: two nodes at one endpoint would prepare
+ * and join the same machine twice, and a node at the KVM host's endpoint would disable the KVM
+ * host's firewall and install RKE2 there.
+ */
+function checkSshEndpoints(r: ConfigReader, facts: EstateFacts): void {
+  const endpoint = (ssh: SshEndpoint) => `${ssh.host.toLowerCase()}:${ssh.port}`;
+  const seen = new Map<string, string>();
+  if (facts.libvirt) seen.set(endpoint(facts.libvirt.ssh), "libvirt.ssh (the KVM host)");
+  for (const node of facts.nodes) {
+    const index = nodeIndex(facts.raw.values, node);
+    const key = endpoint(node.ssh);
+    const first = seen.get(key);
+    if (first !== undefined) {
+      r.problem(
+        `nodes[${index}].ssh.host`,
+        `node ${node.name} is reached at ${node.ssh.host} port ${node.ssh.port}, as ${first} is; every node is its own machine. Set the node's own SSH address (ssh.host, default its ip) or port.`,
+      );
+    } else seen.set(key, `nodes[${index}] (${node.name})`);
+    if (!isIpv4(node.ssh.host) && !isHostname(node.ssh.host)) {
+      r.problem(
+        `nodes[${index}].ssh.host`,
+        `"${node.ssh.host}" is neither an IPv4 address nor a DNS name; set the address SSH reaches node ${node.name} at, or remove the key to use its ip.`,
+      );
+    }
+  }
+  if (facts.libvirt && !isIpv4(facts.libvirt.ssh.host) && !isHostname(facts.libvirt.ssh.host)) {
+    r.problem(
+      "libvirt.ssh.host",
+      `"${facts.libvirt.ssh.host}" is neither an IPv4 address nor a DNS name; set the KVM host's SSH address, e.g. 192.168.122.1.`,
+    );
+  }
+}
+
+/**
+ * Rancher's node command carries its server-url setting's host as written
+ * (rancher/rancher@v2.14.3:pkg/controllers/dashboard/clusterregistrationtoken/status.go,
+ * getRootURL: url.Parse keeps the host's case), and registration compares it with
+ * `rancher.url` exactly. Only a lowercase host is sure to match.
+ */
+function checkRancherUrlHost(r: ConfigReader, value: unknown): void {
+  const url = (value as { url?: unknown } | null | undefined)?.url;
+  if (typeof url !== "string") return;
+  const m = /^https:\/\/([^/:@]+)(?::(\d+))?\/?$/.exec(url.trim());
+  if (!m || !isHostname(m[1])) return; // reported where it is read
+  const [, host, port] = m;
+  if (host !== host.toLowerCase()) {
+    r.problem(
+      "rancher.url",
+      `the host "${host}" has capitals; Rancher's registration command carries its server-url host as written and registration compares the two exactly. Write it in lowercase (https://${host.toLowerCase()}), as Rancher's server-url setting has it.`,
+    );
+  }
+  if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) {
+    r.problem(
+      "rancher.url",
+      `port ${port} is outside 1-65535; write the port Rancher serves HTTPS on, or leave it out for 443.`,
+    );
+  }
+}
+
+/**
+ * Shapes of secret material. A plain key is written to the stack file and to Pulumi's state in
+ * clear text; these belong in a secret key or nowhere.
+ */
+const SECRET_SHAPES: readonly { readonly pattern: RegExp; readonly what: string }[] = [
+  { pattern: /-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----/, what: "a private key" },
+  // k3s-io/k3s@0566d4571ef8:pkg/clientaccess/token.go: tokenPrefix "K10", a 64-hex CA hash, "::".
+  { pattern: /\bK10[0-9a-f]{64}::/, what: "an RKE2 join token" },
+  // rancher/rancher@v2.14.3:pkg/auth/tokens/manager.go: tokens are named "token-<random>";
+  // API keys are "<name>:<key>".
+  { pattern: /\btoken-[a-z0-9]{5}:[A-Za-z0-9]{20,}/, what: "a Rancher API token" },
+  { pattern: /\b(client-key-data|client-certificate-data):/, what: "a kubeconfig's credentials" },
+  { pattern: /--token[= ]+\S/, what: "a --token argument" },
+  { pattern: /:\/\/[^/\s:@]+:[^/\s@]+@/, what: "a password in a URL" },
+];
+
+/** The kind of secret material a text holds, if any. */
+function secretShapeOf(text: string): string | undefined {
+  return SECRET_SHAPES.find((s) => s.pattern.test(text))?.what;
+}
+
+/** Every string value under plain keys, with its stack key path. */
+function plainStrings(value: unknown, path: string, out: [string, string][]): [string, string][] {
+  if (typeof value === "string") out.push([path, value]);
+  else if (Array.isArray(value)) value.forEach((v, i) => plainStrings(v, `${path}[${i}]`, out));
+  else if (typeof value === "object" && value !== null) {
+    for (const [k, v] of Object.entries(value)) {
+      const child = /^[A-Za-z][A-Za-z0-9]*$/.test(k) ? `${path}.${k}` : `${path}["${k}"]`;
+      plainStrings(v, child, out);
+    }
+  }
+  return out;
+}
+
+/**
+ * Reports secret material in any plain key, naming the key and the kind, never the value. Runs
+ * last: a key that holds a secret keeps only this problem, since the others at that key may quote
+ * its value (`"<value>" must be host[:port]`).
+ */
+function checkPlainSecrets(r: ConfigReader, raw: RawStackConfig): void {
+  const secretKeys: readonly string[] = SECRET_KEYS;
+  const found: { key: string; message: string }[] = [];
+  for (const [key, value] of Object.entries(raw.values)) {
+    // A secret key stored in plain text is reported by checkSecrets.
+    if (secretKeys.includes(key)) continue;
+    for (const [path, text] of plainStrings(value, key, [])) {
+      const shape = secretShapeOf(text);
+      if (!shape) continue;
+      found.push({
+        key: r.key(path),
+        message:
+          `holds ${shape}, in a plain key: it is written in clear text to the stack file and ` +
+          "to Pulumi's state. Remove it from this key (and from the file's history), replace " +
+          "the credential, and give it only to the secret key that needs it " +
+          `(${SECRET_KEYS.join(", ")}) with \`pulumi config set --secret\`.`,
+      });
+    }
+  }
+  const flagged = new Set(found.map((f) => f.key));
+  const kept = r.problems.filter((p) => !flagged.has(p.key));
+  r.problems.splice(0, r.problems.length, ...kept, ...found);
+}
+
+/**
+ * Warnings about a valid stack: what `up` will check on the live estate, and a fix that would
+ * be lost without a word. `verify` prints them and the program logs them; none stops a run.
+ */
+export function configWarnings(model: EnvironmentModel): ConfigProblem[] {
+  const r = new ConfigReader(CONFIG_NAMESPACE);
+  model.dns.policyNamespaces.forEach((entry, i) => {
+    const owner = systemNamespaceOwner(entry.name);
+    if (!owner) return;
+    r.problem(
+      `dns.policyNamespaces[${i}]`,
+      `${entry.name} is ${owner}'s own namespace and can never be isolated: allow-dns-egress goes in ` +
+        "there only where an egress policy of the namespace's own already selects every pod, which " +
+        "`up` reads from the cluster before creating it, and stops on otherwise (the policy alone " +
+        "would cut the namespace off from everything but DNS). Remove the entry unless that " +
+        "restriction exists.",
+    );
+  });
+  const rancher = model.rancher;
+  if (rancher && model.dns.staticHosts[rancher.hostname] === undefined) {
+    rancher.downstreamClusters.forEach((cluster, i) => {
+      r.problem(
+        `rancher.downstreamClusters[${i}]`,
+        `cluster ${cluster.name}: its cluster DNS has no answer of its own for Rancher's host ` +
+          `${rancher.hostname}, so the cluster agent depends on the nodes' upstream resolvers to ` +
+          "reach Rancher (seed 000). Give it one: " +
+          `${r.key(`dns.staticHosts["${rancher.hostname}"]`)}, ` +
+          `${r.key(`libvirt.dnsRecords["${rancher.hostname}"]`)}, or the management servers in ` +
+          `${r.key("nodes")} (role server).`,
+      );
+    });
+  }
+  return r.problems;
 }

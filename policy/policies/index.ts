@@ -4,6 +4,7 @@ import { corednsConfigMapStaysValid } from "./coredns-configmap-stays-valid";
 import { corednsForwardNotALoop } from "./coredns-forward-not-a-loop";
 import { corednsValuesKnownKeys } from "./coredns-values-known-keys";
 import { networkPolicyDnsUdpAndTcp } from "./networkpolicy-dns-udp-and-tcp";
+import { dnsEgressPolicyIsAnAllowance } from "./dns-egress-policy-is-an-allowance";
 import { nodeLocalCarriesFixZones } from "./nodelocal-carries-fix-zones";
 import { nodeLocalIpvsConsistent } from "./nodelocal-ipvs-consistent";
 import { cniDevicesUnmanaged } from "./cni-devices-unmanaged";
@@ -47,6 +48,7 @@ export const allPolicies: Policy[] = [
   nodeLocalIpvsConsistent,
   nodeLocalCarriesFixZones,
   networkPolicyDnsUdpAndTcp,
+  dnsEgressPolicyIsAnAllowance,
   rancherRegistrationVerifiesCa,
   rancherClusterHasEtcdControlplaneWorker,
   rancherFirstGroupRegistersWithoutWaiting,

@@ -1,7 +1,6 @@
 import { StackValidationPolicy } from "@pulumi/policy";
 import * as YAML from "yaml";
-import { REMOTE_FILE, RKE2_CONFIG_PATH, RKE2_NODE_START } from "../../components/model";
-import { objectProp } from "./props";
+import { RKE2_NODE_START } from "../../components/model";
 
 /** The host of a `server: https://<host>:9345` value, or undefined when it is not a URL. */
 function hostOf(server: unknown): string | undefined {
@@ -25,17 +24,13 @@ export const rke2RegistrationAddressInTlsSan: StackValidationPolicy = {
     "Every RKE2 server lists in tls-san each registration address that joining servers and agents use, other than a server's own address.",
   enforcementLevel: "mandatory",
   validateStack: (args, reportViolation) => {
-    const serverHosts = new Set(
-      args.resources
-        .filter((r) => r.type === RKE2_NODE_START.token && r.props.role === "server")
-        .map((r) => String(objectProp(r.props, "connection")?.host)),
-    );
+    // Each node step carries the config.yaml keys it writes as its `config` input.
     const configs = args.resources
-      .filter((r) => r.type === REMOTE_FILE.token && r.props.path === RKE2_CONFIG_PATH)
+      .filter((r) => r.type === RKE2_NODE_START.token)
       .map((r) => ({
         r,
-        isServer: serverHosts.has(String(objectProp(r.props, "connection")?.host)),
-        config: (YAML.parse(String(r.props.content ?? "")) ?? {}) as Record<string, unknown>,
+        isServer: r.props.role === "server",
+        config: (YAML.parse(String(r.props.config ?? "")) ?? {}) as Record<string, unknown>,
       }));
     const servers = configs.filter((c) => c.isServer);
     const serverIps = new Set(servers.map((c) => String(c.config["node-ip"])));

@@ -73,6 +73,119 @@ describe("offline commands", function () {
     assert.match(r.out, /mandatory\s+rke2-servers-join-one-at-a-time/);
   });
 
+  it("render writes the pass-through settings into each node's config.yaml and the downstream machineGlobalConfig", () => {
+    const file = labCopy((c) => {
+      const rke2 = c[`${NS}:rke2`] as Record<string, unknown>;
+      rke2.extraConfig = { selinux: true, "kube-apiserver-arg": ["audit-log-maxage=30"] };
+      rke2.serverConfig = {
+        "node-taint": ["CriticalAddonsOnly=true:NoExecute"],
+        "write-kubeconfig-mode": "0640",
+      };
+      const nodes = c[`${NS}:nodes`] as Record<string, unknown>[];
+      nodes[2].extraConfig = { "node-label": ["zone=b"], "kubelet-arg": ["max-pods=250"] };
+      const rancher = c[`${NS}:rancher`] as { downstreamClusters: Record<string, unknown>[] };
+      rancher.downstreamClusters[0].extraConfig = { "etcd-expose-metrics": true };
+    });
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-render-"));
+    const r = node("render.js", ["--stack", "lab", "--file", file, "--out", out]);
+    assert.equal(r.status, 0, r.out);
+    const index = JSON.parse(fs.readFileSync(path.join(out, "index.json"), "utf8")) as {
+      kind: string;
+      path: string;
+      target?: string;
+    }[];
+    const read = (kind: string, target?: string) => {
+      const entry = index.find(
+        (e) => e.kind === kind && (target === undefined || e.target === target),
+      );
+      assert.ok(entry, `${kind} ${target ?? ""} not rendered`);
+      return YAML.parse(fs.readFileSync(path.join(out, entry.path), "utf8")) as Record<
+        string,
+        unknown
+      >;
+    };
+    for (const server of ["sza122020.local", "sza122021.local", "sza122022.local"]) {
+      const config = read("rke2-server-config", server);
+      assert.equal(config.selinux, true, server);
+      assert.deepEqual(config["kube-apiserver-arg"], ["audit-log-maxage=30"], server);
+      assert.deepEqual(config["node-taint"], ["CriticalAddonsOnly=true:NoExecute"], server);
+      assert.equal(config["write-kubeconfig-mode"], "0640", server);
+      assert.equal(config["node-ip"] !== undefined && config.token !== undefined, true, server);
+    }
+    const third = read("rke2-server-config", "sza122022.local");
+    assert.deepEqual(third["node-label"], ["zone=b"]);
+    // The lab runs NodeLocalDNS in IPVS mode: kubelet keeps the product's cluster-dns entry.
+    assert.deepEqual(third["kubelet-arg"], ["cluster-dns=169.254.20.10", "max-pods=250"]);
+    assert.equal(read("rke2-server-config", "sza122020.local")["node-label"], undefined);
+    const global = read("rancher-machine-global-config");
+    assert.equal(global["etcd-expose-metrics"], true);
+    assert.equal(global.selinux, undefined, "the management cluster's settings stay there");
+  });
+
+  it("verify refuses a pass-through setting the product manages, naming the key that sets it", () => {
+    const file = labCopy((c) => {
+      (c[`${NS}:rke2`] as Record<string, unknown>).extraConfig = { cni: "canal" };
+      (c[`${NS}:nodes`] as Record<string, unknown>[])[0].extraConfig = {
+        "kube-proxy-arg": ["proxy-mode=iptables"],
+      };
+    });
+    const r = node("verify.js", ["--stack", "lab", "--file", file]);
+    assert.equal(r.status, 1, r.out);
+    assert.match(
+      r.out,
+      /rke2\.extraConfig\.cni.* is a setting the product manages; set it through rke2\.cni instead/,
+    );
+    assert.match(
+      r.out,
+      /nodes\[0\]\.extraConfig\.kube-proxy-arg.* sets proxy-mode, which the product renders from rke2\.kubeProxyMode/,
+    );
+  });
+
+  it("refuses an unknown flag, naming the closest one, and prints the usage on --help", () => {
+    const typo = node("verify.js", ["--stack", "lab", "--fiel", "x.yaml"]);
+    assert.equal(typo.status, 1, typo.out);
+    assert.match(typo.out, /unknown flag --fiel; did you mean --file\?/);
+    const help = node("render.js", ["--help"]);
+    assert.equal(help.status, 0, help.out);
+    assert.match(help.out, /^usage: npm run render -- --stack <name>/m);
+    assert.match(help.out, /--out <value> +directory the artifacts/);
+    const missing = node("render.js", ["--stack", "lab", "--out"]);
+    assert.equal(missing.status, 1);
+    assert.match(missing.out, /--out <value>' argument missing/);
+  });
+
+  it("verify takes the enforcement levels of a policy pack config, as pulumi preview does", () => {
+    const file = labCopy((c) => {
+      const rancher = c[`${NS}:rancher`] as { downstreamClusters: Record<string, unknown>[] };
+      rancher.downstreamClusters[0].insecureRegistration = true;
+    });
+    const strict = node("verify.js", ["--stack", "lab", "--file", file]);
+    assert.equal(strict.status, 1, strict.out);
+    assert.match(strict.out, /mandatory\s+rancher-registration-verifies-ca/);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-policy-config-"));
+    const config = path.join(dir, "policy-config.json");
+    for (const levels of [
+      { "rancher-registration-verifies-ca": "advisory" },
+      { "rancher-registration-verifies-ca": { enforcementLevel: "advisory" } },
+    ]) {
+      fs.writeFileSync(config, JSON.stringify(levels));
+      const r = node("verify.js", [
+        "--stack",
+        "lab",
+        "--file",
+        file,
+        "--policy-pack-config",
+        config,
+      ]);
+      assert.equal(r.status, 0, r.out);
+      assert.match(r.out, /advisory\s+rancher-registration-verifies-ca/);
+    }
+    fs.writeFileSync(config, JSON.stringify({ "rancher-registration-verify-ca": "advisory" }));
+    const wrong = node("verify.js", ["--stack", "lab", "--policy-pack-config", config]);
+    assert.equal(wrong.status, 1);
+    assert.match(wrong.out, /"rancher-registration-verify-ca" is not a policy of this pack/);
+  });
+
   it("render writes every artifact and an index of them", () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-render-"));
     const r = node("render.js", ["--stack", "lab", "--out", out]);

@@ -1,3 +1,4 @@
+import * as crypto from "crypto";
 import * as assert from "assert/strict";
 import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
@@ -100,9 +101,19 @@ describe("program (Pulumi mocks)", function () {
       .map((d) => YAML.parse(d));
     assert.deepEqual(
       docs.map((d) => d.kind),
-      ["HelmChartConfig", "NetworkPolicy", "NetworkPolicy"],
+      ["HelmChartConfig", "NetworkPolicy"],
     );
     assert.equal(docs[0].metadata.name, "rke2-coredns");
+    // Written only after the live check of the listed namespaces on that server.
+    const [check] = ofType("pulumi-nodejs:dynamic/dns:EgressIsolationCheckOnServer");
+    assert.ok(check, "no DNS egress check on the first server");
+    assert.equal((check.inputs.connection as { host: string }).host, "192.168.122.20");
+    assert.deepEqual(check.inputs.namespaces, [{ name: "default", isolate: false }]);
+    const file = resources.find((r) => r.urn === manifest.parent);
+    assert.ok(
+      [...manifest.dependencies, ...(file?.dependencies ?? [])].includes(check.urn),
+      "the manifest does not wait for the check",
+    );
     const component = resources.find(
       (r) => r.type === "rke2remediation:dns:ClusterDns" && r.name === "dns-management",
     )!;
@@ -123,10 +134,20 @@ describe("program (Pulumi mocks)", function () {
     const recorded = await record(viaApi);
     const [hcc] = recorded.filter((r) => r.type === "kubernetes:helm.cattle.io/v1:HelmChartConfig");
     assert.equal((hcc.inputs.metadata as { name: string }).name, "rke2-coredns");
-    assert.equal(
-      recorded.filter((r) => r.type === "kubernetes:networking.k8s.io/v1:NetworkPolicy").length,
-      2,
+    const policies = recorded.filter(
+      (r) => r.type === "kubernetes:networking.k8s.io/v1:NetworkPolicy",
     );
+    assert.equal(policies.length, 1);
+    // Created only after the live check through the stack's kubeconfig, kept secret.
+    const [check] = recorded.filter(
+      (r) => r.type === "pulumi-nodejs:dynamic/dns:EgressIsolationCheck",
+    );
+    assert.ok(check, "no DNS egress check through the Kubernetes API");
+    assert.ok(
+      policies[0].dependencies.includes(check.urn),
+      "the policy does not wait for the check",
+    );
+    assert.ok(check.additionalSecretOutputs.includes("kubeconfig"));
     const manifests = recorded.filter(
       (r) =>
         r.type === "pulumi-nodejs:dynamic/host:File" &&
@@ -146,7 +167,7 @@ describe("program (Pulumi mocks)", function () {
         r.type === "kubernetes:helm.cattle.io/v1:HelmChartConfig" ||
         r.type === "kubernetes:networking.k8s.io/v1:NetworkPolicy",
     );
-    assert.equal(delivered.length, 3);
+    assert.equal(delivered.length, 2);
     return delivered;
   }
 
@@ -259,14 +280,13 @@ describe("program (Pulumi mocks)", function () {
       };
       const recorded = await record({ ...model, management, nodes: [...model.nodes, agent] });
       const serverOf = (host: string) => {
-        const file = recorded.find(
+        const step = recorded.find(
           (r) =>
-            r.type === "pulumi-nodejs:dynamic/host:File" &&
-            r.inputs.path === "/etc/rancher/rke2/config.yaml" &&
+            r.type === "pulumi-nodejs:dynamic/rke2:NodeStart" &&
             (r.inputs.connection as { host?: string } | undefined)?.host === host,
         );
-        assert.ok(file, `no config.yaml for ${host}`);
-        const content = (file.inputs.content as { value: string }).value;
+        assert.ok(step, `no RKE2 step for ${host}`);
+        const content = (step.inputs.config as { value: string }).value;
         return (YAML.parse(content) as { server?: string }).server;
       };
       assert.deepEqual(
@@ -283,21 +303,34 @@ describe("program (Pulumi mocks)", function () {
       );
     });
 
-    it("keep the token out of plain inputs: each config.yaml content is a secret", () => {
-      const configs = ofType("pulumi-nodejs:dynamic/host:File").filter(
-        (r) => r.inputs.path === "/etc/rancher/rke2/config.yaml",
-      );
-      assert.equal(configs.length, 3);
-      for (const c of configs) {
-        assert.ok(isSecret(c.inputs.content), `${c.name} holds the token in plain text`);
-        assert.ok(c.additionalSecretOutputs.includes("content"));
+    it("keep the token out of plain inputs and state: each config.yaml is a secret, its plain keys hold nothing of the token", () => {
+      const steps = ofType("pulumi-nodejs:dynamic/rke2:NodeStart");
+      assert.equal(steps.length, 3);
+      for (const c of steps) {
+        assert.ok(isSecret(c.inputs.config), `${c.name} holds the token in plain text`);
+        assert.ok(c.additionalSecretOutputs.includes("config"));
+        // The token-free view the diff names keys from: every rendered key but the token.
+        const keys = c.inputs.managedKeys as Record<string, string>;
+        assert.ok(!isSecret(keys) && "node-ip" in keys && !("token" in keys));
       }
-      // The token is really in the config content (secret-wrapped), and nowhere in plain form.
-      assert.ok(configs.every((c) => JSON.stringify(c.inputs.content).includes(TOKEN)));
+      // The token is really in the config (secret-wrapped); neither it nor its SHA-256 (a
+      // dictionary finds a weak token from an unsalted hash) is anywhere in plain form.
+      assert.ok(steps.every((c) => JSON.stringify(c.inputs.config).includes(TOKEN)));
       const plain = JSON.stringify(
-        resources.filter((r) => r.type !== "pulumi-nodejs:dynamic/host:File").map((r) => r.inputs),
+        resources.map((r) =>
+          Object.fromEntries(Object.entries(r.inputs).filter(([, v]) => !isSecret(v))),
+        ),
       );
+      const digest = crypto.createHash("sha256").update(TOKEN).digest("hex");
       assert.ok(!plain.includes(TOKEN), "the token appears in some resource's plain inputs");
+      assert.ok(
+        !plain.includes(digest),
+        "the token's SHA-256 appears in some resource's plain inputs",
+      );
+      for (const c of steps) {
+        const config = (c.inputs.config as { value: string }).value;
+        assert.ok(!plain.includes(crypto.createHash("sha256").update(config).digest("hex")));
+      }
     });
   });
 

@@ -14,6 +14,7 @@ import {
   LAB_DIR,
   labNs,
   nodeFile,
+  REPO,
   run,
   ruleset,
   unitState,
@@ -248,9 +249,23 @@ describe("pulumi CLI on the local stack", function () {
   // HelmChartConfig delivery through the real kubernetes provider, on the management cluster's
   // real apiserver, which the RKE2 stand-in runs on each server.
   it("rke2.dnsDelivery helmChartConfig creates the HelmChartConfig and the DNS NetworkPolicies on the apiserver", () => {
-    // Rancher's namespace exists on a management cluster; the DNS egress policy goes there too.
+    // Rancher's namespace exists on a management cluster, here with an egress restriction of
+    // its own: only then does the DNS egress policy go there, as an allowance (the live check
+    // reads the namespace's policies through the stack's kubeconfig).
     const ns = kubectl("create", "namespace", "cattle-system");
     assert.ok(ns.status === 0 || /AlreadyExists/.test(ns.stderr), ns.stderr);
+    const deny = kubectl(
+      "-n",
+      "cattle-system",
+      "create",
+      "-f",
+      path.join(REPO, "test", "fixtures", "default-deny-egress.yaml"),
+    );
+    assert.ok(deny.status === 0 || /AlreadyExists/.test(deny.stderr), deny.stderr);
+    assert.equal(
+      pulumi("config", "set", "--path", "dns.policyNamespaces[1]", "cattle-system").status,
+      0,
+    );
     assert.equal(
       pulumi("config", "set", "--path", "rke2.dnsDelivery", "helmChartConfig").status,
       0,
@@ -358,15 +373,27 @@ describe("pulumi CLI on the local stack", function () {
     assert.equal(pulumi("config", "set", "--path", "rke2.etcdSnapshot.retention", "6").status, 0);
     const preview = pulumi("preview", "--diff");
     assert.equal(preview.status, 0, preview.out);
-    assert.match(preview.out, /management-start-sza122020\.local[\s\S]*configSha256/);
+    // The diff names the key that changes, on each server.
+    assert.match(preview.out, /management-start-sza122020\.local[\s\S]*etcd-snapshot-retention/);
     const r = pulumi("up", "--yes");
     assert.equal(r.status, 0, r.out);
     assertRolling(r.out);
-    for (const n of servers)
+    for (const n of servers) {
+      const dir = path.dirname(nodeFile(Number(n), "/etc/rancher/rke2/config.yaml"));
       assert.match(
-        fs.readFileSync(nodeFile(Number(n), "/etc/rancher/rke2/config.yaml"), "utf8"),
+        fs.readFileSync(path.join(dir, "config.yaml"), "utf8"),
         /etcd-snapshot-retention: 6/,
       );
+      // The replaced file is kept beside it, owner-only.
+      const kept = fs
+        .readdirSync(dir)
+        .filter((f) => /^config\.yaml\.\d{8}T\d{6}Z$/.test(f))
+        .sort();
+      assert.ok(kept.length > 0, `sza1220${n}.local kept no copy of the replaced config.yaml`);
+      const newest = kept[kept.length - 1];
+      assert.match(fs.readFileSync(path.join(dir, newest), "utf8"), /etcd-snapshot-retention: 5/);
+      assert.equal(fs.statSync(path.join(dir, newest)).mode & 0o777, 0o600);
+    }
   });
 
   it(`a version change upgrades the servers one at a time to ${UPGRADE_TO}`, () => {
@@ -389,9 +416,16 @@ describe("pulumi CLI on the local stack", function () {
     assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
   });
 
-  it("refresh sees a stopped server, a hand-edited config.yaml and a wrong installed version", async () => {
+  it("refresh sees a stopped server, a hand-edited managed key and a wrong installed version, and keeps keys it does not manage", async () => {
     assert.equal((await runScript(nodeConnection(22), "systemctl stop rke2-server")).exitCode, 0);
-    fs.appendFileSync(nodeFile(21, "/etc/rancher/rke2/config.yaml"), "# edited by hand\n");
+    const config21 = nodeFile(21, "/etc/rancher/rke2/config.yaml");
+    fs.writeFileSync(
+      config21,
+      fs
+        .readFileSync(config21, "utf8")
+        .replace(/etcd-snapshot-retention: \d+/, "etcd-snapshot-retention: 9")
+        .concat("# edited by hand\nselinux: true\n"),
+    );
     fs.writeFileSync(
       nodeFile(20, "/usr/local/bin/rke2"),
       '#!/bin/sh\necho "rke2 version v1.34.1+rke2r1 (lab-standin)"\n',
@@ -407,6 +441,9 @@ describe("pulumi CLI on the local stack", function () {
       fs.readFileSync(nodeFile(20, "/usr/local/bin/rke2"), "utf8"),
       new RegExp(UPGRADE_TO.replace("+", "\\+")),
     );
+    const repaired = fs.readFileSync(config21, "utf8");
+    assert.match(repaired, /etcd-snapshot-retention: 6/);
+    assert.match(repaired, /# edited by hand\nselinux: true/);
     assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
   });
 

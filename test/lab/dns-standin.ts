@@ -29,7 +29,7 @@ import * as YAML from "yaml";
 import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/stack-file";
 import { ClusterSettings } from "../../components/model";
 import { loadEnvironmentModel } from "../../infra/config/validate";
-import { parseFlags } from "../../infra/cli/args";
+import { parseCommandLine } from "../../infra/cli/args";
 
 /** Address at which the lab's CoreDNS answers on the bridge: the "kube-dns-upstream" service. */
 export const COREDNS_UPSTREAM_ADDRESS = "192.168.122.253";
@@ -107,7 +107,17 @@ interface IndexEntry {
 }
 
 function main(argv: readonly string[]): void {
-  const flags = parseFlags(argv, []);
+  const line = parseCommandLine(argv, {
+    usage: "dns-standin --stack <s> --render <dir> --out <dir> [--mode stack|default]",
+    flags: {
+      stack: { value: true, help: "the lab stack" },
+      render: { value: true, help: "the render output directory" },
+      out: { value: true, help: "where the zone and Corefile go" },
+      mode: { value: true, help: "stack or default" },
+    },
+  });
+  if (line.help) return console.log(line.text);
+  const { flags } = line;
   const stack = flags.get("stack") ?? "local";
   const renderDir = flags.get("render");
   const out = flags.get("out");

@@ -81,7 +81,9 @@ export function localStackConfig(
       neutralizedSearchDomains: ["local"],
       nodeLocal: { enabled: true, ip: "169.254.20.10" },
       upstreamResolvers: ["192.168.122.1"],
-      policyNamespaces: ["default", "cattle-system"],
+      // The lab's default namespace runs nothing and restricts nothing: opted in to becoming
+      // default-deny egress except DNS, or `up` refuses the policy there.
+      policyNamespaces: [{ name: "default", isolate: true }],
     },
   };
 }

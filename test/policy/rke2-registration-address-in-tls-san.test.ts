@@ -1,5 +1,5 @@
 import { rke2RegistrationAddressInTlsSan as policy } from "../../policy/policies/rke2-registration-address-in-tls-san";
-import { REMOTE_FILE, RKE2_CONFIG_PATH, RKE2_NODE_START } from "../../components/model";
+import { RKE2_NODE_START } from "../../components/model";
 import * as YAML from "yaml";
 import type { RecordedResource } from "../../components/model";
 import { assertNoViolations, assertViolation, resource } from "./util";
@@ -32,11 +32,10 @@ function resources(nodes: Record<number, NodeConfig>): RecordedResource[] {
       ...(node.tlsSan !== undefined ? { "tls-san": node.tlsSan } : {}),
     };
     return [
-      resource(RKE2_NODE_START.token, { role: node.role, connection: { host } }, `start-${octet}`),
       resource(
-        REMOTE_FILE.token,
-        { path: RKE2_CONFIG_PATH, connection: { host }, content: YAML.stringify(config) },
-        `config-${octet}`,
+        RKE2_NODE_START.token,
+        { role: node.role, connection: { host }, config: YAML.stringify(config) },
+        `start-${octet}`,
       ),
     ];
   });

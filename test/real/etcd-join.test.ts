@@ -9,6 +9,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { componentFile } from "../../components/assets";
 import * as crypto from "crypto";
+import { desiredManagedKeys } from "../../components/rke2-cluster/config-adoption";
 import { membershipOf, parseMemberList } from "../../components/rke2-cluster/etcd-members";
 import { NodeStartInputs, startOnNode } from "../../components/rke2-cluster/provider";
 import type { SshEndpoint } from "../../components/model";
@@ -107,18 +108,19 @@ const memberLine = (ip: string) =>
     .stdout.split("\n")
     .find((l) => l.includes(`http://${ip}:2380`));
 
+/** Writes a node's config.yaml by hand and returns it: the stack then asks for the same keys. */
 function writeConfig(node: typeof A, server?: string): string {
   const file = nodeFile(node.octet, "/etc/rancher/rke2/config.yaml");
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const text = `${server ? `server: https://${server}:9345\n` : ""}node-name: ${node.name}\nnode-ip: ${node.ip}\n`;
   fs.writeFileSync(file, text);
-  return crypto.createHash("sha256").update(text).digest("hex");
+  return text;
 }
 
 /** The inputs of a node step for a lab node, as the component builds them. */
 function stepInputs(
   node: typeof A,
-  configSha256: string,
+  config: string,
   place: { joinsThrough?: typeof A; peers?: (typeof A)[] },
   members = membersScript,
 ): NodeStartInputs {
@@ -134,7 +136,8 @@ function stepInputs(
     membersScript: members,
     version: "v1.35.7+rke2r1",
     installCommand: INSTALL,
-    configSha256,
+    config,
+    managedKeys: desiredManagedKeys(config),
     joinsThrough: place.joinsThrough && {
       node: place.joinsThrough.name,
       connection: target(place.joinsThrough),
@@ -273,6 +276,8 @@ describe("RKE2 join against real etcd", function () {
     it("on update, refuses to touch a joining server's data that the cluster does not list", async () => {
       fs.mkdirSync(path.join(dbOf(B), "etcd", "member"), { recursive: true });
       fs.writeFileSync(path.join(dbOf(B), "etcd", "member", "marker"), "stale");
+      // An earlier attempt's member name, as RKE2 kept it: no member of .30's cluster has it.
+      fs.writeFileSync(path.join(dbOf(B), "etcd", "name"), `${B.name}-0badc0de`);
       const inputs = stepInputs(B, writeConfig(B, A.ip), { joinsThrough: A });
       const before = snapshot(dbOf(B));
       await assert.rejects(
@@ -281,6 +286,9 @@ describe("RKE2 join against real etcd", function () {
           installedVersion: "none",
           active: false,
           membership: "none",
+          restartPending: "",
+          hostNodeName: B.name,
+          dataDir: "/var/lib/rancher/rke2",
           startedAt: "",
           lastChanges: [],
         }),

@@ -25,6 +25,7 @@ function scriptOutput(overrides: Record<string, string | undefined> = {}): strin
     kube_ipvs0: "down",
     rke2_installed: "true",
     reboot_required: "true",
+    host_findings: "",
     ...overrides,
   };
   return Object.entries(facts)
@@ -55,6 +56,7 @@ describe("node preparation", () => {
         kubeIpvs0: "down",
         rke2Installed: true,
         rebootRequired: true,
+        hostFindings: [],
       });
     });
 

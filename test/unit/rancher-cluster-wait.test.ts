@@ -218,6 +218,22 @@ describe("Rancher cluster wait", () => {
       });
     });
 
+    it("refuses a plan secret from the host that is not a Kubernetes name, before any request", () => {
+      for (const [ns, name] of [
+        ["../../v3/settings", "x"],
+        ["fleet-default", "custom-abc/../../x"],
+        ["Fleet-Default", "custom-abc"],
+      ])
+        assert.throws(
+          () =>
+            parseHostRegistration(
+              `registered=yes agent=active server=https://ai-ear.cn namespace=${ns} secretName=${name}`,
+              "node sza122030.local",
+            ),
+          /node sza122030\.local: the agent's connection info names a plan secret that is not a Kubernetes object name/,
+        );
+    });
+
     it("stops with an error naming the host when the report is unreadable", () => {
       assert.throws(
         () => parseHostRegistration("garbage", "node sza122030.local"),

@@ -126,12 +126,7 @@ describe("offline render of the lab stack", () => {
   it("writes a DNS egress NetworkPolicy per listed namespace and cluster", () => {
     assert.deepEqual(
       ofKind(artifacts, "networkpolicy").map((a) => a.path),
-      [
-        "dns/management/networkpolicy-default.yaml",
-        "dns/management/networkpolicy-cattle-system.yaml",
-        "dns/uat1/networkpolicy-default.yaml",
-        "dns/uat1/networkpolicy-cattle-system.yaml",
-      ],
+      ["dns/management/networkpolicy-default.yaml", "dns/uat1/networkpolicy-default.yaml"],
     );
   });
 

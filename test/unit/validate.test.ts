@@ -594,3 +594,401 @@ describe("stack config validation", () => {
     });
   });
 });
+
+/** A private key's body, as a user might paste it; no test message may contain it. */
+const KEY_BODY = "MC4CAQAwBQYDK2VwBCIEIPLACEHOLDERprivateKEYbodyNOTaREALkey0000";
+const PRIVATE_KEY = `-----BEGIN PRIVATE KEY-----\n${KEY_BODY}\n-----END PRIVATE KEY-----\n`;
+
+/** The problems at `path`, asserting there is exactly one and returning its message. */
+function onlyProblemAt(raw: ReturnType<typeof labWith>, path: string): string {
+  const problems = problemsOf(raw);
+  const found = problems.filter((p) => p.key === stackKey(path));
+  assert.equal(
+    found.length,
+    1,
+    `expected one problem at ${path}, got:\n${problems.map((p) => `  ${p.key}: ${p.message}`).join("\n")}`,
+  );
+  return found[0].message;
+}
+
+describe("estate mistakes that are well-formed values", () => {
+  describe("addresses no node can have", () => {
+    it("refuses the libvirt subnet's network address as a node's ip", () => {
+      const message = onlyProblemAt(labWith("nodes[3].ip", "192.168.122.0"), "nodes[3].ip");
+      assert.match(message, /192\.168\.122\.0 is the network address of libvirt\.subnet/);
+      assert.match(message, /set the address node sza122031\.local has/);
+    });
+
+    it("refuses the libvirt subnet's broadcast address as a node's ip", () => {
+      const message = onlyProblemAt(labWith("nodes[4].ip", "192.168.122.255"), "nodes[4].ip");
+      assert.match(message, /192\.168\.122\.255 is the broadcast address of libvirt\.subnet/);
+    });
+
+    it("refuses the network's default gateway, its first address, as a node's ip", () => {
+      // The KVM host is reached elsewhere, so only the gateway rule can refuse .1.
+      const raw = labWith("libvirt.ssh.host", "10.0.0.1");
+      setAt(raw, "nodes[4].ip", "192.168.122.1");
+      const message = onlyProblemAt(raw, "nodes[4].ip");
+      assert.match(message, /192\.168\.122\.1 is the libvirt network's gateway/);
+      assert.ok(message.includes("libvirt.gateway"), message);
+    });
+
+    it("refuses the gateway the stack sets in libvirt.gateway as a node's ip", () => {
+      const raw = labWith("libvirt.gateway", "192.168.122.254");
+      setAt(raw, "nodes[4].ip", "192.168.122.254");
+      assert.match(onlyProblemAt(raw, "nodes[4].ip"), /is the libvirt network's gateway/);
+    });
+
+    it("lets a node have the first address when libvirt.gateway names another", () => {
+      const raw = labWith("libvirt.gateway", "192.168.122.254");
+      setAt(raw, "libvirt.ssh.host", "10.0.0.1");
+      setAt(raw, "nodes[4].ip", "192.168.122.1");
+      assert.deepEqual(problemsOf(raw), []);
+    });
+
+    it("refuses the KVM host's own SSH address as a node's ip", () => {
+      const raw = labWith("libvirt.gateway", "192.168.122.254");
+      setAt(raw, "libvirt.ssh.host", "192.168.122.2");
+      setAt(raw, "nodes[4].ip", "192.168.122.2");
+      assert.match(
+        onlyProblemAt(raw, "nodes[4].ip"),
+        /192\.168\.122\.2 is the KVM host's own address \(libvirt\.ssh\.host\)/,
+      );
+    });
+
+    it("refuses a libvirt.gateway outside the subnet", () => {
+      const message = onlyProblemAt(labWith("libvirt.gateway", "10.0.0.1"), "libvirt.gateway");
+      assert.match(
+        message,
+        /10\.0\.0\.1 is not a host address of .*libvirt\.subnet 192\.168\.122\.0\/24/,
+      );
+      assert.match(message, /virsh net-dumpxml/);
+    });
+
+    it("refuses a loopback node address", () => {
+      assert.match(
+        onlyProblemAt(labWith("nodes[4].ip", "127.0.0.5"), "nodes[4].ip"),
+        /127\.0\.0\.5 is in the loopback block/,
+      );
+    });
+
+    it("refuses a node address inside a cluster's service CIDR", () => {
+      const message = onlyProblemAt(labWith("nodes[4].ip", "10.43.0.5"), "nodes[4].ip");
+      assert.match(
+        message,
+        /lies inside .*rancher\.downstreamClusters\[0\]\.serviceCidr 10\.43\.0\.0\/16/,
+      );
+    });
+  });
+
+  describe("service CIDR size", () => {
+    it("refuses a service CIDR too small to hold kube-dns at its 10th address", () => {
+      const message = onlyProblemAt(
+        labWith("rke2.serviceCidr", "10.13.0.0/29"),
+        "rke2.serviceCidr",
+      );
+      assert.match(message, /10\.13\.0\.0\/29 holds 8 addresses/);
+      assert.match(message, /cluster-dns would be 10\.13\.0\.10, outside the range/);
+      assert.match(message, /Use a \/28 or larger/);
+    });
+
+    it("accepts a /28, which holds .10 among its allocatable addresses", () => {
+      assert.deepEqual(problemsOf(labWith("rke2.serviceCidr", "10.13.0.0/28")), []);
+    });
+
+    it("refuses a service CIDR larger than kube-apiserver accepts", () => {
+      const message = onlyProblemAt(
+        labWith("rancher.downstreamClusters[0].serviceCidr", "172.32.0.0/11"),
+        "rancher.downstreamClusters[0].serviceCidr",
+      );
+      assert.match(message, /at most a \/12/);
+    });
+
+    it("refuses a pod network in the link-local block", () => {
+      const problems = problemsOf(labWith("rke2.clusterCidr", "169.254.0.0/16"));
+      const message = problems.find((p) => p.key === stackKey("rke2.clusterCidr"))?.message ?? "";
+      assert.match(message, /overlaps 169\.254\.0\.0\/16, the link-local block/);
+    });
+  });
+
+  describe("NodePort ranges", () => {
+    it("refuses a range that covers RKE2's own ports, naming each", () => {
+      const message = onlyProblemAt(
+        labWith("rke2.nodePortRange", "2000-12000"),
+        "rke2.nodePortRange",
+      );
+      for (const port of ["6443", "9345", "10250", "2379", "2380", "2381"]) {
+        assert.ok(message.includes(`${port} (`), `${port} missing from: ${message}`);
+      }
+      assert.match(message, /kube-proxy forwards every NodePort on every node/);
+    });
+
+    it("refuses a range over the cluster's CNI ports, read for that cluster's CNI", () => {
+      const message = onlyProblemAt(
+        labWith("rancher.downstreamClusters[0].nodePortRange", "9000-9100"),
+        "rancher.downstreamClusters[0].nodePortRange",
+      );
+      assert.match(message, /9098 \(Calico Typha health checks\), 9099 \(Calico health checks\)/);
+    });
+
+    it("refuses a range over the nodes' SSH port", () => {
+      const message = onlyProblemAt(labWith("rke2.nodePortRange", "20-100"), "rke2.nodePortRange");
+      assert.match(message, /22 \(SSH to the nodes\)/);
+    });
+
+    it("refuses a range starting at port 0", () => {
+      assert.match(
+        onlyProblemAt(labWith("rke2.nodePortRange", "0-100"), "rke2.nodePortRange"),
+        /starts at port 0/,
+      );
+    });
+  });
+
+  describe("DNS server addresses", () => {
+    for (const [ip, why] of [
+      ["127.0.0.53", /loopback block/],
+      ["0.0.0.0", /"this network" block/],
+      ["8.8.8.8", /is a public address/],
+    ] as const) {
+      it(`refuses ${ip} as the NodeLocalDNS address`, () => {
+        const message = onlyProblemAt(labWith("dns.nodeLocal.ip", ip), "dns.nodeLocal.ip");
+        assert.match(message, why);
+        assert.match(message, /link-local address such as 169\.254\.20\.10/);
+      });
+    }
+
+    it("accepts another link-local NodeLocalDNS address", () => {
+      assert.deepEqual(problemsOf(labWith("dns.nodeLocal.ip", "169.254.25.10")), []);
+    });
+
+    for (const ip of ["0.0.0.0", "255.255.255.255", "224.0.0.251", "169.254.169.254"]) {
+      it(`refuses ${ip} as an upstream resolver`, () => {
+        const message = onlyProblemAt(
+          labWith("dns.upstreamResolvers", [ip, "192.168.122.1"]),
+          "dns.upstreamResolvers[0]",
+        );
+        assert.match(message, /where no resolver can answer/);
+      });
+    }
+
+    it("accepts a public upstream resolver", () => {
+      assert.deepEqual(
+        problemsOf(labWith("dns.upstreamResolvers", ["192.168.122.1", "9.9.9.9"])),
+        [],
+      );
+    });
+
+    it("refuses the same upstream resolver twice", () => {
+      const message = onlyProblemAt(
+        labWith("dns.upstreamResolvers", ["192.168.122.1", "192.168.122.1"]),
+        "dns.upstreamResolvers[1]",
+      );
+      assert.match(message, /is also dns\.upstreamResolvers\[0\]/);
+    });
+  });
+
+  describe("host entries", () => {
+    it("refuses a dns.staticHosts entry with no address", () => {
+      const raw = labWith(["dns", "staticHosts", "registry.lab"], []);
+      assert.match(onlyProblemAt(raw, 'dns.staticHosts["registry.lab"]'), /lists no address/);
+    });
+
+    it("refuses a libvirt.dnsRecords entry with no address", () => {
+      const raw = labWith(["libvirt", "dnsRecords", "registry.lab"], []);
+      assert.match(onlyProblemAt(raw, 'libvirt.dnsRecords["registry.lab"]'), /lists no address/);
+    });
+  });
+
+  describe("ports and registry", () => {
+    it("refuses a registry port above 65535", () => {
+      const message = onlyProblemAt(
+        labWith("rke2.privateRegistry", "192.168.122.156:70000"),
+        "rke2.privateRegistry",
+      );
+      assert.match(message, /port 70000 is outside 1-65535/);
+    });
+
+    it("refuses registry port 0", () => {
+      assert.match(
+        onlyProblemAt(labWith("rke2.privateRegistry", "192.168.122.156:0"), "rke2.privateRegistry"),
+        /port 0 is outside 1-65535/,
+      );
+    });
+
+    it("refuses a registry host that is no DNS name", () => {
+      assert.match(
+        onlyProblemAt(
+          labWith("rke2.privateRegistry", "registry..lab:5000"),
+          "rke2.privateRegistry",
+        ),
+        /"registry\.\.lab" is neither an IPv4 address nor a DNS name/,
+      );
+    });
+
+    it("refuses registry credentials without echoing them", () => {
+      const message = onlyProblemAt(
+        labWith("rke2.privateRegistry", "admin:hunter22@192.168.122.156:30000"),
+        "rke2.privateRegistry",
+      );
+      assert.match(message, /registries\.yaml/);
+      assert.ok(!message.includes("hunter22"), message);
+    });
+
+    it("refuses a rancher.url port above 65535", () => {
+      assert.match(
+        onlyProblemAt(labWith("rancher.url", "https://ai-ear.cn:99999"), "rancher.url"),
+        /port 99999 is outside 1-65535/,
+      );
+    });
+  });
+
+  describe("SSH endpoints", () => {
+    it("refuses two nodes at the same SSH endpoint", () => {
+      const message = onlyProblemAt(
+        labWith("nodes[4].ssh.host", "192.168.122.31"),
+        "nodes[4].ssh.host",
+      );
+      assert.match(
+        message,
+        /node sza122030\.local is reached at 192\.168\.122\.31 port 22, as nodes\[3\] \(sza122031\.local\) is/,
+      );
+    });
+
+    it("accepts two nodes behind one address on different ports", () => {
+      const raw = labWith("nodes[4].ssh.host", "192.168.122.31");
+      setAt(raw, "nodes[4].ssh.port", 2222);
+      assert.deepEqual(problemsOf(raw), []);
+    });
+
+    it("refuses a node reached at the KVM host's SSH endpoint", () => {
+      const message = onlyProblemAt(
+        labWith("nodes[4].ssh.host", "192.168.122.1"),
+        "nodes[4].ssh.host",
+      );
+      assert.match(message, /as libvirt\.ssh \(the KVM host\) is/);
+    });
+
+    it("refuses an SSH host that is neither an address nor a DNS name", () => {
+      assert.match(
+        onlyProblemAt(labWith("nodes[4].ssh.host", "-oProxyCommand=x"), "nodes[4].ssh.host"),
+        /neither an IPv4 address nor a DNS name/,
+      );
+    });
+  });
+
+  describe("registration address", () => {
+    it("refuses a downstream node's address as rke2.registrationAddress", () => {
+      const raw = labWith("rke2.registrationAddress", "192.168.122.30");
+      setAt(raw, "rke2.tlsSan", ["192.168.122.30"]);
+      const message = onlyProblemAt(raw, "rke2.registrationAddress");
+      assert.match(
+        message,
+        /node sza122030\.local of downstream cluster uat1, not of a management server/,
+      );
+    });
+
+    it("refuses the network's gateway as rke2.registrationAddress", () => {
+      const raw = labWith("rke2.registrationAddress", "192.168.122.1");
+      setAt(raw, "rke2.tlsSan", ["192.168.122.1"]);
+      assert.match(onlyProblemAt(raw, "rke2.registrationAddress"), /gateway/);
+    });
+  });
+
+  describe("Rancher URL", () => {
+    it("refuses capitals in rancher.url's host, showing the lowercase form", () => {
+      const message = onlyProblemAt(labWith("rancher.url", "https://AI-EAR.cn"), "rancher.url");
+      assert.match(message, /the host "AI-EAR\.cn" has capitals/);
+      assert.ok(message.includes("https://ai-ear.cn"), message);
+    });
+
+    it("refuses credentials in rancher.url without echoing them", () => {
+      const message = onlyProblemAt(
+        labWith("rancher.url", "https://admin:hunter22@ai-ear.cn"),
+        "rancher.url",
+      );
+      assert.ok(!message.includes("hunter22"), message);
+      assert.match(message, /a password in a URL/);
+    });
+  });
+
+  describe("secrets in plain keys", () => {
+    it("refuses a private key pasted after the CA in rancher.caCertificate, without echoing it", () => {
+      const ca = getAt(labRawConfig(), "rancher.caCertificate") as string;
+      const message = onlyProblemAt(
+        labWith("rancher.caCertificate", ca + PRIVATE_KEY),
+        "rancher.caCertificate",
+      );
+      assert.match(message, /holds a private key, in a plain key/);
+      assert.match(message, /pulumi config set --secret/);
+      assert.ok(!message.includes(KEY_BODY), message);
+    });
+
+    it("refuses a private key alone in rancher.caCertificate with that one message", () => {
+      const message = onlyProblemAt(
+        labWith("rancher.caCertificate", PRIVATE_KEY),
+        "rancher.caCertificate",
+      );
+      assert.match(message, /holds a private key/);
+    });
+
+    it("refuses a private key pasted as a node's host key", () => {
+      const raw = labWith(
+        "nodes[2].ssh.hostKey",
+        PRIVATE_KEY.replace("PRIVATE", "OPENSSH PRIVATE"),
+      );
+      const message = onlyProblemAt(raw, "nodes[2].ssh.hostKey");
+      assert.match(message, /holds a private key/);
+      assert.ok(!message.includes(KEY_BODY), message);
+    });
+
+    it("refuses an RKE2 join token in rke2.installCommand", () => {
+      const token = `K10${"ab".repeat(32)}::server:s3cr3tpassw0rd`;
+      const message = onlyProblemAt(
+        labWith(
+          "rke2.installCommand",
+          `curl -sfL https://get.rke2.io | INSTALL_TOKEN=${token} sh -`,
+        ),
+        "rke2.installCommand",
+      );
+      assert.match(message, /holds an RKE2 join token/);
+      assert.ok(!message.includes("s3cr3tpassw0rd"), message);
+    });
+
+    it("refuses a Rancher API token in any plain key", () => {
+      const message = onlyProblemAt(
+        labWith("rancher.downstreamClusters[0].privateRegistry", "token-ab1cd:x".padEnd(60, "q")),
+        "rancher.downstreamClusters[0].privateRegistry",
+      );
+      assert.match(message, /holds a Rancher API token/);
+    });
+
+    it("refuses a kubeconfig's credentials under a host entry's name", () => {
+      const raw = labWith(["dns", "staticHosts", "ai-ear.cn"], ["client-key-data: LS0tLS1CRUdJTi"]);
+      const problems = problemsOf(raw);
+      assert.ok(
+        problems.some(
+          (p) =>
+            p.key === stackKey('dns.staticHosts["ai-ear.cn"][0]') &&
+            /a kubeconfig's credentials/.test(p.message) &&
+            !p.message.includes("LS0tLS1CRUdJTi"),
+        ),
+        problems.map((p) => `${p.key}: ${p.message}`).join("\n"),
+      );
+    });
+  });
+
+  describe("node names", () => {
+    it("refuses a node name that differs from another only in case (Kubernetes names are lowercase)", () => {
+      const message = onlyProblemAt(labWith("nodes[1].name", "SZA122020.local"), "nodes[1].name");
+      assert.match(message, /"sza122020\.local" is also nodes\[0\]/);
+      assert.match(message, /names differing only in case are one node/);
+    });
+
+    it("refuses a node name Kubernetes does not accept (an underscore)", () => {
+      assert.match(
+        onlyProblemAt(labWith("nodes[1].name", "sza_122021.local"), "nodes[1].name"),
+        /is not a valid DNS name/,
+      );
+    });
+  });
+});

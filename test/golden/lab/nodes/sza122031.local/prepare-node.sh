@@ -2,23 +2,38 @@ ACTION='apply'
 NM_CONFIG='[keyfile]
 unmanaged-devices=interface-name:kube-ipvs0;interface-name:cali*;interface-name:vxlan.calico;interface-name:vxlan-v6.calico;interface-name:tunl*;interface-name:flannel*;interface-name:wireguard.cali;interface-name:wg-v6.cali'
 BRING_UP_KUBE_IPVS='false'
+NODE_IP=''
+MIN_MEMORY_MIB='3584'
+MIN_CPUS='2'
 #!/bin/bash
 # Node preparation for RKE2 on Rocky Linux 9 (seed 003). Run over SSH as root, one session per
 # read or apply. Parameters arrive as shell assignments before this script:
 #   ACTION             "read" (report only) or "apply" (converge, then report)
 #   NM_CONFIG          desired content of /etc/NetworkManager/conf.d/99-rke2-unmanaged.conf
 #   BRING_UP_KUBE_IPVS "true" to set kube-ipvs0 up (kube-proxy keeps it DOWN by design)
+#   NODE_IP            the node's address in the stack
+#   MIN_MEMORY_MIB, MIN_CPUS   the memory (MemTotal) and online CPUs RKE2 needs on the node
+# Before it changes anything it checks the host as kubespray's preinstall checks do where they
+# apply to RKE2 (kubernetes-sigs/kubespray roles/kubernetes/preinstall/tasks/
+# 0040-verify-settings.yml: "Stop if ip var does not match local ips", "Stop if memory is too
+# small"): NODE_IP is one of the host's addresses, it has RKE2's minimum memory and CPUs, and
+# /etc/resolv.conf names a nameserver (the cluster DNS forwards to it). Any of those missing is
+# reported as host_findings, and apply stops before its first change.
 # It never stops iptables.service or ip6tables.service: their stop action flushes every rule,
 # including kube-proxy's and Calico's. It deletes exactly the REJECT rules Rocky's defaults add.
 # firewalld is stopped only when its stop provably leaves every other rule alone (see
 # firewalld_stop_blocker); otherwise it is disabled and keeps running until the next reboot.
 # When the NetworkManager drop-in changes while RKE2 runs, it reports reboot_required=true
-# and never reboots by itself.
+# and never reboots by itself. That owed reboot is kept in REBOOT_PENDING with the boot it was
+# owed in (the kernel's boot_id), so every later read and apply reports it until the node has
+# booted again, even when the run that wrote the drop-in failed afterwards.
 # Progress goes to stderr ("changed: ..." / "ok: ..."); the final state goes to stdout as
 # key=value lines.
 set -euo pipefail
 
 NM_CONF=/etc/NetworkManager/conf.d/99-rke2-unmanaged.conf
+REBOOT_PENDING=/var/lib/rke2-remediation/reboot-pending
+BOOT_ID_FILE=/proc/sys/kernel/random/boot_id
 REJECT_V4=(-j REJECT --reject-with icmp-host-prohibited)
 REJECT_V6=(-j REJECT --reject-with icmp6-adm-prohibited)
 
@@ -185,6 +200,8 @@ write_nm_config() {
   # RKE2 installed, the changed unmanaged devices take effect only after a reboot of the node.
   if [ "$rke2_present" = true ]; then
     reboot_required=true
+    mkdir -p "$(dirname "$REBOOT_PENDING")"
+    { cat "$BOOT_ID_FILE"; echo "$NM_CONF changed on a node that already has RKE2"; } >"$REBOOT_PENDING"
     echo "warning: $NM_CONF changed on a node that already has RKE2; reboot the node for NetworkManager to leave the CNI devices alone (this run does not reboot it)" >&2
   fi
   if [ "$(unit_state NetworkManager.service)" != absent ]; then
@@ -193,9 +210,40 @@ write_nm_config() {
   fi
 }
 
+# A reboot owed in this boot is still owed; one owed in an earlier boot has happened.
 reboot_required=false
+if [ -f "$REBOOT_PENDING" ]; then
+  if [ "$(head -n1 "$REBOOT_PENDING")" = "$(cat "$BOOT_ID_FILE")" ]; then
+    reboot_required=true
+  elif [ "$ACTION" = "apply" ]; then
+    rm -f "$REBOOT_PENDING"
+    changed "the node has rebooted since NetworkManager's drop-in changed"
+  fi
+fi
 rke2_present=false
 if rke2_installed; then rke2_present=true; fi
+
+# 0. The host is the one the stack describes, and can run RKE2.
+host_findings=()
+addresses=" $(ip -o addr show 2>/dev/null | awk '{ sub(/\/.*/, "", $4); printf "%s ", $4 }')"
+if [ -n "${NODE_IP:-}" ] && [[ "$addresses" != *" $NODE_IP "* ]]; then
+  host_findings+=("the stack's ip $NODE_IP is not an address of this host (it has:${addresses% })")
+fi
+if ! grep -qE '^[[:space:]]*nameserver[[:space:]]+[^[:space:]]' /etc/resolv.conf 2>/dev/null; then
+  host_findings+=("/etc/resolv.conf names no nameserver, so the cluster DNS would have no upstream")
+fi
+memory_mib=$(($(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) / 1024))
+if [ "$memory_mib" -lt "${MIN_MEMORY_MIB:-0}" ]; then
+  host_findings+=("it has ${memory_mib} MiB of memory; RKE2 needs 4 GB (MemTotal ${MIN_MEMORY_MIB} MiB or more)")
+fi
+cpus="$(nproc)"
+if [ "$cpus" -lt "${MIN_CPUS:-0}" ]; then
+  host_findings+=("it has ${cpus} CPU(s); RKE2 needs ${MIN_CPUS}")
+fi
+if [ "$ACTION" = "apply" ] && [ "${#host_findings[@]}" -gt 0 ]; then
+  echo "error: nothing was changed: $(IFS=';'; echo "${host_findings[*]}")" >&2
+  exit 1
+fi
 
 if [ "$ACTION" = "apply" ]; then
   # 1. iptables services: disabled, never stopped.
@@ -238,4 +286,5 @@ echo "nm_config_b64=$(printf '%s' "$nm_current" | base64 -w0)"
 echo "kube_ipvs0=$kube_ipvs0"
 echo "rke2_installed=$rke2_present"
 echo "reboot_required=$reboot_required"
+echo "host_findings=$(IFS=';'; echo "${host_findings[*]}")"
 

@@ -1,0 +1,306 @@
+/**
+ * The live check in front of the DNS egress NetworkPolicies: before `allow-dns-egress` goes into
+ * a namespace, the namespace's NetworkPolicies and pods are read from the cluster, and the
+ * policies are not created where they would isolate pods that nothing restricts yet
+ * (egress-isolation.ts decides).
+ *
+ * Why a dynamic resource that the NetworkPolicies depend on: its `create` and `update` run only
+ * in `pulumi up`, so `pulumi preview` needs no cluster access; a refusal fails this resource and
+ * Pulumi then creates none of the policies that depend on it; the kubeconfig stays a secret
+ * input; and `read` checks again, so `preview --refresh` shows a namespace whose own egress
+ * restriction was removed since. The kubernetes provider has no hook that reads other objects
+ * before a create.
+ *
+ * Two readers of the same facts: the Kubernetes API through a kubeconfig (the management
+ * cluster's `kubeconfig` secret, for `rke2.dnsDelivery: helmChartConfig`), and RKE2's own
+ * kubectl on the first server over SSH (egress-facts.sh, for the server manifest).
+ */
+import * as https from "https";
+import * as pulumi from "@pulumi/pulumi";
+import * as YAML from "yaml";
+import { DNS_EGRESS_CHECK, DnsPolicyNamespace } from "../model";
+import { HostCheckState, hostCheckProvider } from "../ssh/host-check-provider";
+import { inputsDiffer } from "../ssh/run-script";
+import {
+  dnsPolicyRefusal,
+  LabelSelector,
+  LiveNetworkPolicy,
+  LivePod,
+  NamespaceEgressFacts,
+} from "./egress-isolation";
+
+interface KubeObject {
+  metadata?: { name?: string; labels?: Record<string, string> };
+  spec?: { podSelector?: LabelSelector; policyTypes?: string[]; egress?: unknown[] };
+  status?: { phase?: string };
+}
+
+interface KubeList {
+  items?: KubeObject[];
+}
+
+/** The facts of one namespace from the API's NetworkPolicyList and PodList. */
+export function namespaceFacts(
+  namespace: string,
+  exists: boolean,
+  policies: KubeList,
+  pods: KubeList,
+): NamespaceEgressFacts {
+  return {
+    namespace,
+    exists,
+    policies: (policies.items ?? []).map((p): LiveNetworkPolicy => ({
+      name: p.metadata?.name ?? "",
+      podSelector: p.spec?.podSelector,
+      policyTypes: p.spec?.policyTypes,
+      egress: p.spec?.egress,
+    })),
+    pods: (pods.items ?? []).map((p): LivePod => ({
+      name: p.metadata?.name ?? "",
+      labels: p.metadata?.labels ?? {},
+      phase: p.status?.phase,
+    })),
+  };
+}
+
+/** Refusals for every listed namespace; empty when the allowance may go everywhere. */
+export function refusalsOf(
+  facts: readonly NamespaceEgressFacts[],
+  namespaces: readonly DnsPolicyNamespace[],
+  where: string,
+): string[] {
+  return namespaces
+    .map((target) => {
+      const found = facts.find((f) => f.namespace === target.name);
+      if (!found)
+        return `namespace ${target.name} on ${where}: its policies and pods were not read.`;
+      return dnsPolicyRefusal(found, target, where);
+    })
+    .filter((m): m is string => m !== undefined);
+}
+
+function failure(refusals: readonly string[]): string {
+  return `the DNS egress NetworkPolicy was not created:\n  - ${refusals.join("\n  - ")}`;
+}
+
+// --- the Kubernetes API through a kubeconfig -------------------------------------------------
+
+interface ApiClient {
+  readonly server: URL;
+  readonly options: https.RequestOptions;
+}
+
+/**
+ * The current context's server and credentials: a client certificate or a bearer token, and the
+ * cluster's CA. Credentials from files or exec plugins are refused with the reason, never
+ * guessed; the kubeconfig's content never reaches a message.
+ */
+export function apiClientOf(kubeconfig: string): ApiClient {
+  type Named<T> = { name?: string } & T;
+  const doc = (YAML.parse(kubeconfig) ?? {}) as {
+    "current-context"?: string;
+    contexts?: Named<{ context?: { cluster?: string; user?: string } }>[];
+    clusters?: Named<{ cluster?: Record<string, unknown> }>[];
+    users?: Named<{ user?: Record<string, unknown> }>[];
+  };
+  const context = (doc.contexts ?? []).find((c) => c.name === doc["current-context"])?.context;
+  const cluster = (doc.clusters ?? []).find((c) => c.name === context?.cluster)?.cluster;
+  const user = (doc.users ?? []).find((u) => u.name === context?.user)?.user ?? {};
+  if (!context || !cluster || typeof cluster.server !== "string") {
+    throw new Error(
+      "the kubeconfig has no current context with a cluster server; set rke2-remediation:kubeconfig to the cluster's admin kubeconfig.",
+    );
+  }
+  const decode = (value: unknown) =>
+    typeof value === "string" ? Buffer.from(value, "base64") : undefined;
+  if (user.exec !== undefined || user["auth-provider"] !== undefined) {
+    throw new Error(
+      "the kubeconfig's user authenticates through an exec or auth-provider plugin, which this check does not run; give rke2-remediation:kubeconfig a client certificate or token.",
+    );
+  }
+  if (cluster["insecure-skip-tls-verify"] === true) {
+    throw new Error(
+      "the kubeconfig skips TLS verification; give rke2-remediation:kubeconfig the cluster's certificate-authority-data.",
+    );
+  }
+  const options: https.RequestOptions = {
+    ca: decode(cluster["certificate-authority-data"]),
+    cert: decode(user["client-certificate-data"]),
+    key: decode(user["client-key-data"]),
+    headers: typeof user.token === "string" ? { authorization: `Bearer ${user.token}` } : {},
+  };
+  return { server: new URL(cluster.server), options };
+}
+
+function apiGet(client: ApiClient, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(path, client.server);
+    const request = https.request(
+      url,
+      { ...client.options, method: "GET", timeout: 15000 },
+      (response) => {
+        let body = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => (body += chunk));
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
+      },
+    );
+    request.on("timeout", () => request.destroy(new Error(`GET ${url.href} timed out after 15 s`)));
+    request.on("error", reject);
+    request.end();
+  });
+}
+
+async function apiList(client: ApiClient, path: string): Promise<KubeList> {
+  const r = await apiGet(client, path);
+  if (r.status !== 200) {
+    const message = (JSON.parse(r.body || "{}") as { message?: string }).message ?? r.body;
+    throw new Error(`GET ${path} answered ${r.status}: ${message}`);
+  }
+  return JSON.parse(r.body) as KubeList;
+}
+
+/** A namespace's NetworkPolicies and pods, read through the API. */
+export async function readNamespaceFacts(
+  kubeconfig: string,
+  namespace: string,
+): Promise<NamespaceEgressFacts> {
+  const client = apiClientOf(kubeconfig);
+  const ns = encodeURIComponent(namespace);
+  const found = await apiGet(client, `/api/v1/namespaces/${ns}`);
+  if (found.status === 404) return namespaceFacts(namespace, false, {}, {});
+  if (found.status !== 200) {
+    throw new Error(`GET /api/v1/namespaces/${ns} answered ${found.status}`);
+  }
+  return namespaceFacts(
+    namespace,
+    true,
+    await apiList(client, `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`),
+    await apiList(client, `/api/v1/namespaces/${ns}/pods`),
+  );
+}
+
+export interface KubeEgressCheckState {
+  readonly cluster: string;
+  readonly kubeconfig: string;
+  readonly namespaces: readonly DnsPolicyNamespace[];
+  /** What the last check refused; empty when the allowance may go into every namespace. */
+  readonly refusals: readonly string[];
+}
+
+function where(state: KubeEgressCheckState): string {
+  let server = "";
+  try {
+    server = ` (${apiClientOf(state.kubeconfig).server.host})`;
+  } catch {
+    // The check itself reports a kubeconfig it cannot use.
+  }
+  return `cluster ${state.cluster}${server}`;
+}
+
+async function kubeRefusals(state: KubeEgressCheckState): Promise<string[]> {
+  const facts: NamespaceEgressFacts[] = [];
+  for (const target of state.namespaces) {
+    facts.push(await readNamespaceFacts(state.kubeconfig, target.name));
+  }
+  return refusalsOf(facts, state.namespaces, where(state));
+}
+
+export const kubeEgressCheckProvider: pulumi.dynamic.ResourceProvider = {
+  async diff(_id: string, olds: KubeEgressCheckState, news: KubeEgressCheckState) {
+    const keys: (keyof KubeEgressCheckState)[] = ["cluster", "kubeconfig", "namespaces"];
+    return { changes: olds.refusals.length > 0 || inputsDiffer(olds, news, keys) };
+  },
+  async create(inputs: KubeEgressCheckState) {
+    const refusals = await kubeRefusals(inputs);
+    if (refusals.length > 0) throw new Error(failure(refusals));
+    return { id: `${inputs.cluster}/dns-egress-check`, outs: { ...inputs, refusals: [] } };
+  },
+  async read(id: string, props: KubeEgressCheckState) {
+    return { id, props: { ...props, refusals: await kubeRefusals(props) } };
+  },
+  async update(_id: string, _olds: KubeEgressCheckState, news: KubeEgressCheckState) {
+    const refusals = await kubeRefusals(news);
+    if (refusals.length > 0) throw new Error(failure(refusals));
+    return { outs: { ...news, refusals: [] } };
+  },
+  async delete() {},
+};
+
+export interface KubeEgressCheckArgs {
+  readonly cluster: string;
+  readonly kubeconfig: pulumi.Input<string>;
+  readonly namespaces: readonly DnsPolicyNamespace[];
+}
+
+/** The check through the Kubernetes API; the NetworkPolicies depend on it. */
+export class KubeEgressCheck extends pulumi.dynamic.Resource {
+  declare readonly refusals: pulumi.Output<string[]>;
+
+  constructor(name: string, args: KubeEgressCheckArgs, opts: pulumi.CustomResourceOptions) {
+    super(
+      kubeEgressCheckProvider,
+      name,
+      {
+        cluster: args.cluster,
+        kubeconfig: pulumi.secret(args.kubeconfig),
+        namespaces: args.namespaces.map((n) => ({ name: n.name, isolate: n.isolate })),
+        refusals: [],
+      },
+      { ...opts, additionalSecretOutputs: ["kubeconfig"] },
+      DNS_EGRESS_CHECK.module,
+      DNS_EGRESS_CHECK.type,
+    );
+  }
+}
+
+// --- RKE2's kubectl on the first server -------------------------------------------------------
+
+export interface SshEgressCheckState extends HostCheckState {
+  readonly namespaces: readonly DnsPolicyNamespace[];
+  /** What the last check refused; empty when the allowance may go into every namespace. */
+  readonly refusals: readonly string[];
+}
+
+/**
+ * The facts egress-facts.sh prints: `not-running` before RKE2's apiserver answers on the server
+ * (a cluster that has not started has no NetworkPolicy and no namespace but its defaults), else
+ * per namespace one line `<namespace> <exists 0|1> <policies JSON> <pods JSON>`.
+ */
+export function factsFromScript(
+  stdout: string,
+  namespaces: readonly DnsPolicyNamespace[],
+): NamespaceEgressFacts[] {
+  const lines = stdout.split("\n").filter(Boolean);
+  if (lines.includes("not-running")) {
+    // kube-apiserver creates default, kube-system, kube-public and kube-node-lease itself
+    // (kubernetes/kubernetes@v1.35.4 pkg/controlplane/controller/systemnamespaces).
+    const initial = ["default", "kube-system", "kube-public", "kube-node-lease"];
+    return namespaces.map((n) => namespaceFacts(n.name, initial.includes(n.name), {}, {}));
+  }
+  return lines.map((line) => {
+    const [namespace, exists, policies, pods] = line.split("\t");
+    return namespaceFacts(
+      namespace,
+      exists === "1",
+      JSON.parse(policies || "{}") as KubeList,
+      JSON.parse(pods || "{}") as KubeList,
+    );
+  });
+}
+
+export const sshEgressCheckProvider = hostCheckProvider<SshEgressCheckState>({
+  label: (state) => `DNS egress check on ${state.node}`,
+  findingsKey: "refusals",
+  inputs: ["namespaces"],
+  params: (state) => ({ NAMESPACES: state.namespaces.map((n) => n.name).join(" ") }),
+  timeoutMs: 60000,
+  findings: (stdout, state) =>
+    refusalsOf(
+      factsFromScript(stdout, state.namespaces),
+      state.namespaces,
+      `the cluster of ${state.node}`,
+    ),
+  failure: (_state, refusals) => failure(refusals),
+  id: (state) => `${state.node}/dns-egress-check`,
+});

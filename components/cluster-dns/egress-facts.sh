@@ -1,0 +1,31 @@
+#!/bin/bash
+# Read-only: the NetworkPolicies and pods of each namespace the DNS egress policy is meant for,
+# read with RKE2's own kubectl and admin kubeconfig on a server (rancher/rke2-docs@9477b7b1
+# docs/cluster_access.md: /etc/rancher/rke2/rke2.yaml, /var/lib/rancher/rke2/bin/kubectl).
+# Parameters: NAMESPACES (space-separated). Prints `not-running` when the apiserver does not
+# answer (RKE2 not started yet), else per namespace one tab-separated line:
+#   <namespace> <1 when it exists, else 0> <NetworkPolicyList JSON> <PodList JSON>
+set -uo pipefail
+
+export KUBECONFIG="${KUBECONFIG:-/etc/rancher/rke2/rke2.yaml}"
+kubectl=/var/lib/rancher/rke2/bin/kubectl
+if [ ! -x "$kubectl" ] || [ ! -r "$KUBECONFIG" ] ||
+  [ "$("$kubectl" --request-timeout=5s get --raw /readyz 2>/dev/null)" != "ok" ]; then
+  echo "not-running"
+  exit 0
+fi
+# One line per list: JSON has no raw newline or tab inside its strings.
+oneline() { tr -d '\n\t'; }
+for ns in $NAMESPACES; do
+  if ! err="$("$kubectl" --request-timeout=10s get namespace "$ns" -o name 2>&1 >/dev/null)"; then
+    if [[ "$err" == *NotFound* ]]; then
+      printf '%s\t0\t{}\t{}\n' "$ns"
+      continue
+    fi
+    echo "error: cannot read namespace $ns: $err" >&2
+    exit 3
+  fi
+  policies="$("$kubectl" --request-timeout=10s -n "$ns" get networkpolicies -o json)" || exit 3
+  pods="$("$kubectl" --request-timeout=10s -n "$ns" get pods -o json)" || exit 3
+  printf '%s\t1\t%s\t%s\n' "$ns" "$(oneline <<<"$policies")" "$(oneline <<<"$pods")"
+done

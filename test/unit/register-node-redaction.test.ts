@@ -1,0 +1,126 @@
+/**
+ * register-node.sh's failure paths: the installer's output carries the token, and the step's
+ * error must name the failure without the token reaching the message or any process's command
+ * line (readable by every local user in /proc/<pid>/cmdline); an installer that retries a
+ * Rancher that does not answer, or a refused token, is stopped with that reason instead of
+ * running into the step's timeout. Runs the script with bash, the installer (served by a fake
+ * curl, with the lines rancher/system-agent@v0.14.0 install.sh prints) and the tools it pipes
+ * through replaced by recorders of their arguments.
+ */
+import * as assert from "assert/strict";
+import { spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { componentFile } from "../../components/assets";
+import { scriptWithParams } from "../../components/ssh/run-script";
+
+const SCRIPT = componentFile(
+  path.join(__dirname, "../../components/rancher-cluster"),
+  "register-node.sh",
+);
+const TOKEN = "q9w8e7r6t5y4u3i2o1p0lkjhgfdsazxcvbnmqwertyuiop1234567";
+
+describe("register-node.sh when the agent installer fails", function () {
+  this.timeout(60000);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-register-"));
+  const argvLog = path.join(dir, "argv.log");
+  const bin = path.join(dir, "bin");
+  before(() => {
+    fs.mkdirSync(bin);
+    // Every external tool the script may pipe the output through records its arguments.
+    for (const tool of ["grep", "sed", "tail", "head", "cut", "tr", "awk", "cat"]) {
+      const real = spawnSync("bash", ["-c", `command -v ${tool}`], {
+        encoding: "utf8",
+      }).stdout.trim();
+      if (!real) continue;
+      fs.writeFileSync(
+        path.join(bin, tool),
+        `#!/bin/bash\nprintf '%s\\n' "${tool} $*" >>${argvLog}\nexec ${real} "$@"\n`,
+        { mode: 0o755 },
+      );
+    }
+    // The installer the fake curl serves is the file named by $INSTALLER_BODY.
+    fs.writeFileSync(
+      path.join(bin, "curl"),
+      `#!/bin/bash\nprintf '%s\\n' "curl $*" >>${argvLog}\ncat "$INSTALLER_BODY"\n`,
+      { mode: 0o755 },
+    );
+    fs.writeFileSync(path.join(bin, "systemctl"), "#!/bin/bash\nexit 1\n", { mode: 0o755 });
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  /** Runs register-node.sh with an installer of these lines; returns its result. */
+  function register(installer: string) {
+    const body = path.join(dir, "installer.sh");
+    fs.writeFileSync(body, installer);
+    fs.rmSync(argvLog, { force: true });
+    const text = scriptWithParams(SCRIPT, {
+      MODE: "apply",
+      INSTALLER_URL: "https://ai-ear.cn/system-agent-install.sh",
+      CATTLE_SERVER: "https://ai-ear.cn",
+      CATTLE_TOKEN: TOKEN,
+      CATTLE_CA_CHECKSUM: "",
+      INSECURE: "false",
+      ROLE_FLAGS: "--worker",
+      RANCHER_CA: "",
+      RANCHER_HOST: "ai-ear.cn",
+      TIMEOUT_SECONDS: "5",
+      POLL_SECONDS: "1",
+    });
+    const started = Date.now();
+    const r = spawnSync("bash", ["-s"], {
+      input: text,
+      encoding: "utf8",
+      timeout: 60000,
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, INSTALLER_BODY: body },
+    });
+    return { ...r, seconds: (Date.now() - started) / 1000 };
+  }
+
+  it("names the installer's last line with the token replaced, and no tool ever gets the token", () => {
+    // The installer prints the token back, as install.sh's curl lines can, and fails.
+    const r = register(
+      'echo "[ERROR] 401 from /v3/connect/agent with token $CATTLE_TOKEN"\necho\nexit 1\n',
+    );
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(
+      r.stderr,
+      /error: the agent installer failed: \[ERROR\] 401 from \/v3\/connect\/agent with token <registration token>/,
+    );
+    assert.ok(!r.stderr.includes(TOKEN), "the token is in the step's error");
+    const argv = fs.existsSync(argvLog) ? fs.readFileSync(argvLog, "utf8") : "";
+    assert.match(argv, /^curl /m, "the installer never ran");
+    assert.ok(!argv.includes(TOKEN), `a command line carried the token:\n${argv}`);
+  });
+
+  const retrying = (line: string) =>
+    `echo $$ >${dir}/installer.pid\nwhile :; do echo "[ERROR]  ${line}. Sleeping for 5 seconds and trying again" >&2; sleep 0.2; done\n`;
+
+  it("stops an installer that cannot reach Rancher within seconds, naming the reason", () => {
+    const r = register(retrying("000 received while downloading the CA certificate"));
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(
+      r.stderr,
+      /error: the agent installer was stopped: Rancher at https:\/\/ai-ear\.cn does not answer from this node/,
+    );
+    assert.ok(r.seconds < 30, `took ${r.seconds} s`);
+    // Its lines reached the log as they came.
+    assert.match(
+      r.stderr,
+      /installer: \[ERROR\] {2}000 received while downloading the CA certificate/,
+    );
+  });
+
+  it("stops an installer whose token Rancher refuses, and leaves no installer running", () => {
+    const r = register(retrying("401 received while downloading Rancher connection information"));
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(
+      r.stderr,
+      /error: the agent installer was stopped: Rancher at https:\/\/ai-ear\.cn refuses the registration token/,
+    );
+    const pid = Number(fs.readFileSync(path.join(dir, "installer.pid"), "utf8"));
+    assert.ok(pid > 0, "the installer never ran");
+    assert.throws(() => process.kill(pid, 0), /ESRCH/, `the installer (pid ${pid}) still runs`);
+  });
+});
