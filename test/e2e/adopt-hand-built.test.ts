@@ -262,9 +262,30 @@ function adoptionSuite(variant: "as-found" | "with-extras"): void {
           for (const key of UNMANAGED) assert.ok(key in configOf(octet), `${key} dropped`);
     });
 
-    it("finds no drift right after adoption", () => {
-      const r = pulumi("preview", "--refresh", "--expect-no-changes");
-      assert.equal(r.status, 0, r.out);
+    it("finds no drift right after adoption but the reboot NetworkManager's new drop-in owes", () => {
+      // rke2-docs known_issues.md: after changing NetworkManager's unmanaged devices on a node
+      // that runs RKE2, reboot it. Node preparation replaced the report's drop-in, so each server
+      // owes that reboot, and it stays visible until it happens (a lab node cannot reboot).
+      const owed = pulumi("stack", "output", "nodesRequiringReboot", "--json");
+      assert.equal(owed.status, 0, owed.out);
+      assert.deepEqual(
+        (
+          JSON.parse(
+            owed.out.slice(owed.out.indexOf("["), owed.out.lastIndexOf("]") + 1),
+          ) as string[]
+        ).sort(),
+        SERVERS.map((o) => `${hostName(o)}.local`),
+      );
+      const r = pulumi("preview", "--refresh", "--expect-no-changes", "--diff");
+      // --diff names each proposed step `<type>: (<op>)`, then the resource's id and URN.
+      const proposed = [
+        ...r.out.matchAll(/: \((\w[\w-]*)\)\s*\n\s*\[id=[^\]]*\]\s*\n\s*\[urn=[^\]]*::([^\]]+)\]/g),
+      ].map((m) => `${m[1]} ${m[2]}`);
+      assert.deepEqual(
+        [...new Set(proposed)].sort(),
+        SERVERS.map((o) => `update prepare-${hostName(o)}.local-host`),
+        r.out,
+      );
     });
 
     it("a managed key changed in the stack restarts the servers one at a time and keeps each replaced file", () => {
@@ -403,11 +424,15 @@ describe("adopting hand-built estates (lab estate)", function () {
     it("pulumi up stops before writing anything, naming both names", () => {
       const r = pulumi("up", "--yes");
       assert.notEqual(r.status, 0, r.out);
+      // The error names both names of a server (the first one it checks: all three differ).
+      const bothNames = (l: string) =>
+        SERVERS.some((o) => {
+          const name = hostName(o);
+          return l.includes(`${name}.local`) && new RegExp(`${name}(?!\\.local)`).test(l);
+        });
       assert.ok(
-        r.out
-          .split("\n")
-          .some((l) => l.includes("sza122021.local") && /sza122021(?!\.local)/.test(l)),
-        `no error names both sza122021 and sza122021.local:\n${r.out}`,
+        r.out.split("\n").some((l) => /error/i.test(l) && bothNames(l)),
+        `no error names both sza1220NN and sza1220NN.local:\n${r.out}`,
       );
       SERVERS.forEach((octet, i) => {
         assert.equal(configBytes(octet), found.bytes[i], `.${octet}'s config.yaml was written`);
