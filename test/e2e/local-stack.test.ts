@@ -428,7 +428,8 @@ describe("pulumi CLI on the local stack", function () {
     );
     fs.writeFileSync(
       nodeFile(20, "/usr/local/bin/rke2"),
-      '#!/bin/sh\necho "rke2 version v1.34.1+rke2r1 (lab-standin)"\n',
+      // One minor behind the stack's release: a step RKE2 supports, so up repairs it.
+      '#!/bin/sh\necho "rke2 version v1.35.7+rke2r1 (lab-standin)"\n',
     );
     const r = pulumi("preview", "--refresh", "--expect-no-changes", "--diff");
     assert.notEqual(r.status, 0, "drift of RKE2 went unnoticed");

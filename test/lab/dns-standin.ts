@@ -108,12 +108,14 @@ interface IndexEntry {
 
 function main(argv: readonly string[]): void {
   const line = parseCommandLine(argv, {
-    usage: "dns-standin --stack <s> --render <dir> --out <dir> [--mode stack|default]",
+    usage:
+      "dns-standin --stack <s> --render <dir> --out <dir> [--mode stack|default] [--kubeconfig <file>]",
     flags: {
       stack: { value: true, help: "the lab stack" },
       render: { value: true, help: "the render output directory" },
       out: { value: true, help: "where the zone and Corefile go" },
       mode: { value: true, help: "stack or default" },
+      kubeconfig: { value: true, help: "the apiserver CoreDNS's kubernetes plugin reads" },
     },
   });
   if (line.help) return console.log(line.text);
