@@ -3,13 +3,23 @@ import { spawnSync } from "child_process";
 import { LAB_STACK, REPO } from "../real/lab";
 
 export function pulumi(...args: string[]): { status: number; out: string } {
+  return pulumiOn(LAB_STACK, args);
+}
+
+/** The real Pulumi CLI on `stack`; `input` goes to its standard input (a secret's value). */
+export function pulumiOn(
+  stack: string,
+  args: readonly string[],
+  input?: string,
+): { status: number; out: string } {
   const r = spawnSync(
     "pulumi",
-    [...args, "--stack", LAB_STACK, "--non-interactive", "--color", "never"],
+    [...args, "--stack", stack, "--non-interactive", "--color", "never"],
     {
       cwd: REPO,
       encoding: "utf8",
       timeout: 540000,
+      input,
       env: { ...process.env, PULUMI_NODEJS_TRANSPILE_ONLY: "true" },
     },
   );

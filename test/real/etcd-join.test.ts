@@ -108,11 +108,14 @@ const memberLine = (ip: string) =>
     .stdout.split("\n")
     .find((l) => l.includes(`http://${ip}:2380`));
 
+/** The cluster's token in the hand-written files: RKE2 refuses a joining server without one. */
+const CLUSTER_TOKEN = "lab-etcd-join-token";
+
 /** Writes a node's config.yaml by hand and returns it: the stack then asks for the same keys. */
 function writeConfig(node: typeof A, server?: string): string {
   const file = nodeFile(node.octet, "/etc/rancher/rke2/config.yaml");
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  const text = `${server ? `server: https://${server}:9345\n` : ""}node-name: ${node.name}\nnode-ip: ${node.ip}\n`;
+  const text = `${server ? `server: https://${server}:9345\n` : ""}token: ${CLUSTER_TOKEN}\nnode-name: ${node.name}\nnode-ip: ${node.ip}\n`;
   fs.writeFileSync(file, text);
   return text;
 }

@@ -72,7 +72,8 @@ export function operatorKey(): string {
   return fs.readFileSync(path.join(LAB_DIR, "keys", "operator_ed25519"), "utf8");
 }
 
-function hostKeyIn(dir: string): string {
+/** The ed25519 host key (type and key) of the sshd whose files are in `dir`. */
+export function hostKeyIn(dir: string): string {
   return fs
     .readFileSync(path.join(dir, "ssh_host_ed25519_key.pub"), "utf8")
     .trim()
