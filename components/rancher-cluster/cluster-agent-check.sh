@@ -7,10 +7,12 @@
 #   NAMESERVER       the kubelet's cluster-dns address (what pods get as nameserver)
 #   CLUSTER_DOMAIN   the cluster domain, e.g. cluster.local
 #   LOOKUP_SECONDS   bound of the lookup
+#   NEEDS_AGENT_LOG  yes: on a node without the agent's log, stop before the lookup
 # Prints on stdout, one per line:
 #   agent-log: <line>           the cluster agent's last log lines (none: "agent-log-missing")
 #   lookup=ok <seconds> <addresses> | lookup=failed <seconds> | lookup=timeout <seconds>
 #   | lookup=unavailable <seconds> <why>   (the pod-like lookup itself could not run)
+#   | lookup=skipped 0                     (NEEDS_AGENT_LOG=yes and no agent log here)
 set -uo pipefail
 
 # The cattle-cluster-agent Deployment's container is `cluster-register`
@@ -20,6 +22,10 @@ shopt -s nullglob
 logs=(/var/log/pods/cattle-system_cattle-cluster-agent-*/cluster-register/*.log)
 if [ "${#logs[@]}" -eq 0 ]; then
   echo "agent-log-missing"
+  if [ "${NEEDS_AGENT_LOG:-no}" = yes ]; then
+    echo "lookup=skipped 0"
+    exit 0
+  fi
 else
   tail -q -n 8 "${logs[@]}" 2>/dev/null | grep -v '^\s*$' | tail -n 8 | sed 's/^/agent-log: /'
 fi

@@ -11,6 +11,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { SshEndpoint } from "../model";
 import * as ssh from "../ssh/run-script";
+import { FollowedMachine, machineProgress } from "./machine-progress";
 import { rancherGet } from "./rancher-api";
 import { redact } from "./registration";
 
@@ -68,7 +69,7 @@ const SLOW_LOOKUP_SECONDS = 2;
 export interface AgentCheck {
   readonly logLines: readonly string[];
   readonly lookup: {
-    readonly result: "ok" | "failed" | "timeout" | "unavailable";
+    readonly result: "ok" | "failed" | "timeout" | "unavailable" | "skipped";
     readonly seconds: string;
     /** The addresses answered (ok), or why the lookup could not run (unavailable). */
     readonly detail: string;
@@ -79,7 +80,7 @@ export interface AgentCheck {
 export function parseAgentCheck(stdout: string, host: string): AgentCheck {
   const lines = stdout.split("\n");
   const lookupLine = lines.find((l) => l.startsWith("lookup="));
-  const m = /^lookup=(ok|failed|timeout|unavailable) (\S+) ?(.*)$/.exec(lookupLine ?? "");
+  const m = /^lookup=(ok|failed|timeout|unavailable|skipped) (\S+) ?(.*)$/.exec(lookupLine ?? "");
   if (!m) throw new Error(`${host}: the cluster agent check printed no lookup result`);
   return {
     logLines: lines.filter((l) => l.startsWith("agent-log: ")).map((l) => l.slice(11)),
@@ -147,9 +148,18 @@ export interface ClusterWaitState {
   readonly caCertificate?: string;
   readonly timeoutSeconds: number;
   readonly pollSeconds: number;
-  /** The init node, where the cluster agent's log and a pod-like lookup are read. */
+  /** The init node, where the pod-like lookup runs when no node has the agent's log. */
   readonly initNode: string;
   readonly connection: SshEndpoint;
+  /**
+   * The cluster's nodes in the order the agent's scheduling prefers them: cattle-cluster-agent
+   * may run on any Linux node and prefers control-plane nodes (rancher/rancher@v2.14.3
+   * pkg/systemtemplate/template.go, the Deployment's affinity and tolerations). Its log is looked
+   * for on each in turn; the lookup runs where it is found.
+   */
+  readonly agentNodes: readonly { readonly node: string; readonly connection: SshEndpoint }[];
+  /** The machines registered in the step this wait follows (their plan secrets). */
+  readonly machines?: readonly FollowedMachine[];
   readonly sshPrivateKey: string;
   readonly checkScript: string;
   readonly rancherHost: string;
@@ -158,33 +168,64 @@ export interface ClusterWaitState {
   readonly clusterDomain: string;
 }
 
+/** Runs the check on one node; `needsLog`: stop before the lookup where the agent has no log. */
+async function checkOn(
+  state: ClusterWaitState,
+  target: { readonly node: string; readonly connection: SshEndpoint },
+  needsLog: boolean,
+): Promise<AgentCheck> {
+  const result = await ssh.runHostScript(
+    target.connection,
+    state.sshPrivateKey,
+    state.checkScript,
+    {
+      label: `node ${target.node}`,
+      lockName: `cluster-agent-check-${state.cluster}`,
+      params: {
+        RANCHER_HOST: state.rancherHost,
+        NAMESERVER: state.podNameserver,
+        CLUSTER_DOMAIN: state.clusterDomain,
+        LOOKUP_SECONDS: "20",
+        NEEDS_AGENT_LOG: needsLog ? "yes" : "no",
+      },
+      timeoutMs: 120000,
+    },
+  );
+  return parseAgentCheck(result.stdout, `node ${target.node}`);
+}
+
+/**
+ * Finds the node whose kubelet runs cattle-cluster-agent (its pod log directory), reads the
+ * agent's log and a pod-like lookup there; without such a node, the lookup runs on the init node.
+ */
 async function checkAgent(state: ClusterWaitState): Promise<string> {
   const secrets = [state.apiToken];
+  const d = state.clusterDomain;
+  const context = (node: string) => ({
+    node,
+    rancherHost: state.rancherHost,
+    searchDomains: `cattle-system.svc.${d} svc.${d} ${d} + the node's`,
+  });
+  const unchecked: string[] = [];
+  for (const candidate of state.agentNodes) {
+    try {
+      const check = await checkOn(state, candidate, true);
+      if (check.lookup.result !== "skipped") {
+        return diagnoseClusterAgent(check, context(candidate.node));
+      }
+    } catch (err) {
+      unchecked.push(`${candidate.node} (${redact((err as Error).message, secrets)})`);
+    }
+  }
+  const init = { node: state.initNode, connection: state.connection };
+  const nowhere =
+    `no node of the cluster has a cattle-cluster-agent log (looked on ${state.agentNodes.map((n) => n.node).join(", ")}` +
+    (unchecked.length > 0 ? `; could not look on ${unchecked.join(", ")}` : "") +
+    ")";
   try {
-    const result = await ssh.runHostScript(
-      state.connection,
-      state.sshPrivateKey,
-      state.checkScript,
-      {
-        label: `node ${state.initNode}`,
-        lockName: `cluster-agent-check-${state.cluster}`,
-        params: {
-          RANCHER_HOST: state.rancherHost,
-          NAMESERVER: state.podNameserver,
-          CLUSTER_DOMAIN: state.clusterDomain,
-          LOOKUP_SECONDS: "20",
-        },
-        timeoutMs: 120000,
-      },
-    );
-    const d = state.clusterDomain;
-    return diagnoseClusterAgent(parseAgentCheck(result.stdout, `node ${state.initNode}`), {
-      node: state.initNode,
-      rancherHost: state.rancherHost,
-      searchDomains: `cattle-system.svc.${d} svc.${d} ${d} + the node's`,
-    });
+    return `${nowhere}; ${diagnoseClusterAgent(await checkOn(state, init, false), context(init.node))}`;
   } catch (err) {
-    return `the cluster agent could not be checked on ${state.initNode}: ${redact((err as Error).message, secrets)}`;
+    return `${nowhere}; the cluster agent could not be checked on ${state.initNode}: ${redact((err as Error).message, secrets)}`;
   }
 }
 
@@ -192,6 +233,8 @@ async function checkAgent(state: ClusterWaitState): Promise<string> {
 export interface ClusterWaitIo {
   /** The body of GET /v3/clusters/<id>. */
   readonly fetchCluster: () => Promise<unknown>;
+  /** The body of GET of a followed machine's plan secret. */
+  readonly fetchPlanSecret: (machine: FollowedMachine) => Promise<unknown>;
   /** The cluster agent check on the init node, as a diagnosis sentence. */
   readonly checkAgent: () => Promise<string>;
   readonly now: () => number;
@@ -200,22 +243,53 @@ export interface ClusterWaitIo {
   readonly warn: (line: string) => void;
 }
 
-/** Waits until the cluster is active; logs Rancher's message; the timeout error explains. */
+/**
+ * What each followed machine still lacks ("<node>: <what>"), read before the cluster: Rancher's
+ * planner plans a new machine on its own pass and the management cluster's conditions follow a
+ * pass later (rancher/rancher@v2.14.3 pkg/controllers/capr/planner/controller.go,
+ * pkg/controllers/provisioningv2/provisioningcluster/controller.go), so a cluster that still
+ * reads active may not have seen the machine just registered.
+ */
+async function machinesMissing(
+  machines: readonly FollowedMachine[],
+  io: ClusterWaitIo,
+  secrets: readonly string[],
+): Promise<string[]> {
+  const rows = await Promise.all(
+    machines.map(async (m) => {
+      try {
+        const progress = machineProgress(await io.fetchPlanSecret(m));
+        return progress.done ? "" : `${m.node}: ${progress.missing}`;
+      } catch (err) {
+        const why = redact((err as Error).message, secrets);
+        return `${m.node}: its plan secret ${m.namespace}/${m.secretName} could not be read (${why})`;
+      }
+    }),
+  );
+  return rows.filter((r) => r !== "");
+}
+
+/**
+ * Waits until every followed machine is planned, applied and healthy and then the cluster is
+ * active; logs what is missing per machine and Rancher's message; the timeout error explains.
+ */
 export async function waitForCluster(
   state: Pick<
     ClusterWaitState,
-    "cluster" | "after" | "apiToken" | "timeoutSeconds" | "pollSeconds"
+    "cluster" | "after" | "apiToken" | "timeoutSeconds" | "pollSeconds" | "machines"
   >,
   io: ClusterWaitIo,
 ): Promise<void> {
   const started = io.now();
   const label = `cluster ${state.cluster} (after ${state.after})`;
+  const machines = state.machines ?? [];
   let last = "";
   let lastLog = -Infinity;
   let agentWaitSince: number | undefined;
   let diagnosis: string | undefined;
   for (;;) {
     const elapsed = Math.round((io.now() - started) / 1000);
+    const missing = await machinesMissing(machines, io, [state.apiToken]);
     let progress: ClusterProgress;
     try {
       progress = clusterProgress(await io.fetchCluster());
@@ -226,11 +300,14 @@ export async function waitForCluster(
         message: redact((err as Error).message, [state.apiToken]),
       };
     }
-    if (progress.done) {
-      io.info(`${label}: active after ${elapsed} s`);
+    if (progress.done && missing.length === 0) {
+      const each = machines.length > 0 ? ` with ${machines.map((m) => m.node).join(", ")}` : "";
+      io.info(`${label}: active${each} after ${elapsed} s`);
       return;
     }
-    const now = `${progress.state}${progress.message ? `; ${progress.message}` : ""}`;
+    const now =
+      `${progress.state}${progress.message ? `; ${progress.message}` : ""}` +
+      (missing.length > 0 ? `; ${missing.join("; ")}` : "");
     if (now !== last || io.now() - lastLog >= 30000) {
       io.info(`${label}: waiting (${elapsed} s of ${state.timeoutSeconds} s): ${now}`);
       last = now;
@@ -267,6 +344,11 @@ function waitAgainstRancher(state: ClusterWaitState): Promise<void> {
   };
   return waitForCluster(state, {
     fetchCluster: () => rancherGet(target, `/v3/clusters/${encodeURIComponent(state.clusterId)}`),
+    fetchPlanSecret: (m) =>
+      rancherGet(
+        target,
+        `/api/v1/namespaces/${encodeURIComponent(m.namespace)}/secrets/${encodeURIComponent(m.secretName)}`,
+      ),
     checkAgent: () => checkAgent(state),
     now: () => Date.now(),
     sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
@@ -276,15 +358,22 @@ function waitAgainstRancher(state: ClusterWaitState): Promise<void> {
 }
 
 export const clusterWaitProvider: pulumi.dynamic.ResourceProvider = {
+  // A wait that finished stays finished, unless a machine it follows is another one now (a node
+  // registered again): then it waits for that machine. A state written before machines were
+  // followed has none, and is no change.
   async diff(_id: string, olds: ClusterWaitState, news: ClusterWaitState) {
     return {
-      changes: false,
+      changes: olds.machines !== undefined && ssh.inputsDiffer(olds, news, ["machines"]),
       replaces: ssh.inputsDiffer(olds, news, ["clusterId"]) ? ["clusterId"] : [],
     };
   },
   async create(inputs: ClusterWaitState) {
     await waitAgainstRancher(inputs);
     return { id: `${inputs.cluster}/active-after-${inputs.after}`, outs: inputs };
+  },
+  async update(_id: string, _olds: ClusterWaitState, news: ClusterWaitState) {
+    await waitAgainstRancher(news);
+    return { outs: news };
   },
   async read(id: string, props: ClusterWaitState) {
     return { id, props };

@@ -29,6 +29,7 @@ import {
 import { componentFile } from "../assets";
 import { joinGateProvider } from "../rke2-cluster/provider";
 import { HostStepResource } from "../ssh/host-step-resource";
+import { pinnedEndpoint } from "../ssh/run-script";
 import { clusterWaitProvider } from "./cluster-wait";
 import { nodeRegistrationProvider } from "./provider";
 import { PlannedRegistration, rancherCaChecksum, registrationPlan } from "./registration";
@@ -66,6 +67,14 @@ export interface RancherDownstreamClusterArgs {
   /** Per node, what must finish before it registers (its preparation, the DNS records). */
   readonly prerequisites: ReadonlyMap<string, pulumi.Resource[]>;
 }
+
+/** A node's registration step, with the outputs the waits after it follow. */
+type Registration = HostStepResource & {
+  readonly node: pulumi.Output<string>;
+  readonly planSecret: pulumi.Output<
+    { readonly namespace: string; readonly secretName: string } | undefined
+  >;
+};
 
 export class RancherDownstreamCluster extends pulumi.ComponentResource {
   /** Rancher's v1 cluster id (c-m-...). */
@@ -125,9 +134,28 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
     );
     const initNode = plan[0].node;
     const timeouts = cluster.joinGate;
+    // Where cattle-cluster-agent may run: any node, control-plane nodes preferred (template.go).
+    const agentNodes = [
+      ...args.nodes.filter((n) => n.roles.includes("controlplane")),
+      ...args.nodes.filter((n) => !n.roles.includes("controlplane")),
+    ].map((n) => ({ node: n.name, connection: pinnedEndpoint(n.ssh) }));
 
-    // A wait until the cluster is active (saying why not), then ClusterSync for the kubeconfig.
-    const activeThenSync = (suffix: string, after: pulumi.Resource[]) => {
+    // The machines a wait follows: each registration's plan secret, as its node names it.
+    const followed = (registrations: readonly Registration[]) =>
+      pulumi
+        .all(registrations.map((r) => pulumi.all([r.node, r.planSecret])))
+        .apply((rows) =>
+          rows
+            .filter(([, secret]) => secret !== undefined)
+            .map(([node, secret]) => ({ node, ...secret! })),
+        );
+    // A wait until each machine registered in a step is planned, applied and healthy in Rancher
+    // and the cluster is active after them (saying why not), then ClusterSync for the kubeconfig.
+    const activeThenSync = (
+      suffix: string,
+      registrations: readonly Registration[],
+      after: pulumi.Resource[],
+    ) => {
       const wait = new HostStepResource(
         clusterWaitProvider,
         RANCHER_CLUSTER_WAIT,
@@ -143,6 +171,8 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
           timeoutSeconds: timeouts.timeoutSeconds,
           pollSeconds: timeouts.pollSeconds,
           initNode: initNode.name,
+          agentNodes,
+          machines: followed(registrations),
           checkScript,
           rancherHost: args.rancherHost,
           podNameserver: args.podNameserver,
@@ -160,8 +190,9 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
         },
       );
     };
+    // The props name the outputs (`node`, `planSecret`) a dynamic resource gets.
     const registration = (step: PlannedRegistration, after: pulumi.Resource[]) =>
-      new HostStepResource(
+      <Registration>new HostStepResource(
         nodeRegistrationProvider,
         RANCHER_NODE_REGISTRATION,
         `${name}-register-${step.node.name}`,
@@ -181,6 +212,7 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
           timeoutSeconds: timeouts.timeoutSeconds,
           pollSeconds: timeouts.pollSeconds,
           registered: undefined,
+          planSecret: undefined,
         },
         {
           parent: this,
@@ -214,16 +246,19 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
         case "first":
         case "worker": {
           const registered = steps.map((s) => registration(s, after));
-          lastSync = activeThenSync(group === "first" ? initNode.name : "workers", registered);
+          const suffix = group === "first" ? initNode.name : "workers";
+          lastSync = activeThenSync(suffix, registered, registered);
           break;
         }
         case "etcd": {
           const registered = registration(steps[0], after);
-          lastSync = activeThenSync(steps[0].node.name, [joinGate(steps[0], registered)]);
+          const gate = joinGate(steps[0], registered);
+          lastSync = activeThenSync(steps[0].node.name, [registered], [gate]);
           break;
         }
         case "control-plane": {
-          lastSync = activeThenSync(steps[0].node.name, [registration(steps[0], after)]);
+          const registered = registration(steps[0], after);
+          lastSync = activeThenSync(steps[0].node.name, [registered], [registered]);
           break;
         }
         default: {

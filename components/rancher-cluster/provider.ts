@@ -38,6 +38,9 @@ export interface NodeRegistrationState {
   readonly pollSeconds: number;
   /** What the last run found: false when the node is no longer registered here. */
   readonly registered?: boolean;
+  /** The machine's plan secret as the node's agent names it (validated Kubernetes names):
+   * what the waits after this registration follow. */
+  readonly planSecret?: { readonly namespace: string; readonly secretName: string };
 }
 
 /** What `register-node.sh` in check mode found on the host. */
@@ -162,19 +165,27 @@ async function onHost(
   }
 }
 
-/** Whether the node is registered with this Rancher into this cluster (errors when elsewhere). */
-async function check(state: NodeRegistrationState): Promise<boolean> {
+/** What the host says and whether that is a registration here (errors when elsewhere). */
+async function check(
+  state: NodeRegistrationState,
+): Promise<{ here: boolean; found: HostRegistration }> {
   const result = await onHost(state, "check");
   const found = parseHostRegistration(result.stdout, `node ${state.node}`);
   const secrets = [tokenOf(state.registrationCommand), state.apiToken];
   try {
-    return await registeredHere(state, found);
+    return { here: await registeredHere(state, found), found };
   } catch (err) {
     throw new Error(redact((err as Error).message, secrets));
   }
 }
 
-async function register(state: NodeRegistrationState): Promise<void> {
+const planSecretOf = (found: HostRegistration): NodeRegistrationState["planSecret"] =>
+  found.registered ? { namespace: found.namespace!, secretName: found.secretName! } : undefined;
+
+/** Registers the node (once) and returns its machine's plan secret. */
+async function register(
+  state: NodeRegistrationState,
+): Promise<NodeRegistrationState["planSecret"]> {
   const parsed = checkNodeCommand(state.registrationCommand, {
     rancherUrl: state.rancherUrl,
     insecure: state.insecure,
@@ -183,10 +194,17 @@ async function register(state: NodeRegistrationState): Promise<void> {
   if ("problem" in parsed) {
     throw new Error(`node ${state.node}: not registered into ${state.cluster}: ${parsed.problem}.`);
   }
-  if (await check(state)) {
+  if ((await check(state)).here) {
     pulumi.log.info(`node ${state.node}: registered into ${state.cluster} already`);
   }
   await onHost(state, "apply", parsed);
+  const after = await check(state);
+  if (!after.here) {
+    throw new Error(
+      `node ${state.node}: the agent installer finished, but the node does not read as registered into ${state.cluster}; run pulumi up again`,
+    );
+  }
+  return planSecretOf(after.found);
 }
 
 export const nodeRegistrationProvider: pulumi.dynamic.ResourceProvider = {
@@ -210,15 +228,22 @@ export const nodeRegistrationProvider: pulumi.dynamic.ResourceProvider = {
     return { changes, replaces: ssh.inputsDiffer(olds, news, ["cluster"]) ? ["cluster"] : [] };
   },
   async create(inputs: NodeRegistrationState) {
-    await register(inputs);
-    return { id: `${inputs.cluster}/${inputs.node}`, outs: { ...inputs, registered: true } };
+    const planSecret = await register(inputs);
+    return {
+      id: `${inputs.cluster}/${inputs.node}`,
+      outs: { ...inputs, registered: true, planSecret },
+    };
   },
   async read(id: string, props: NodeRegistrationState) {
-    return { id, props: { ...props, registered: await check(props) } };
+    const { here, found } = await check(props);
+    return {
+      id,
+      props: { ...props, registered: here, planSecret: here ? planSecretOf(found) : undefined },
+    };
   },
   async update(_id: string, _olds: NodeRegistrationState, news: NodeRegistrationState) {
-    await register(news);
-    return { outs: { ...news, registered: true } };
+    const planSecret = await register(news);
+    return { outs: { ...news, registered: true, planSecret } };
   },
   // A registered node stays in its cluster: removing it is Rancher's (and the operator's) call.
   async delete(_id: string, props: NodeRegistrationState) {

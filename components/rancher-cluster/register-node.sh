@@ -124,17 +124,25 @@ fi
 # not answer and a refused token for hours, 5 s apart (rancher/system-agent@v0.14.0 install.sh:
 # RETRYCOUNT=4500; "000 received while downloading the CA certificate", "Error while connecting
 # to Rancher to verify CA necessity", "<code> received while downloading Rancher connection
-# information"); after HOPELESS_TRIES such lines in a row the installer is stopped and the step
-# fails with the reason, well before its timeout. A checksum mismatch ends install.sh itself.
+# information"). Rancher answers a registration token it does not know with 500, "machine not
+# found by request" (rancher/rancher@v2.14.3 pkg/capr/configserver/server.go ServeHTTP,
+# custom.go findMachineByClusterToken), and a missing or refused credential with 401/403.
+# After HOPELESS_TRIES such lines in a row the installer is stopped and the step fails with the
+# reason, well before its timeout. A checksum mismatch ends install.sh itself; its line is named.
 HOPELESS_TRIES="${HOPELESS_TRIES:-3}"
 run_installer() {
-  local fifo installer line why="" unreachable=0 refused=0 last=""
+  local fifo installer line why="" unreachable=0 refused=0 last="" mismatch=""
   fifo="$(mktemp -u)"
   mkfifo -m 0600 "$fifo"
   # Its own session, so the whole pipeline can be stopped; the script text names no values.
+  # The installer Rancher serves assigns CATTLE_SERVER and CATTLE_CA_CHECKSUM itself, from its
+  # own settings, before install.sh (rancher/rancher@v2.14.3 pkg/capr/installer/installer.go
+  # LinuxInstallScript); install.sh's arguments come last and win, so the server and the checksum
+  # the stack pins go there (neither is a secret). The token stays in the environment.
   # shellcheck disable=SC2016 # expanded by the inner bash, from the environment
   INSTALLER_URL="$INSTALLER_URL" ROLE_FLAGS="$ROLE_FLAGS" setsid bash -c \
-    'set -o pipefail; curl "$@" "$INSTALLER_URL" | sh -s - $ROLE_FLAGS' installer "$@" >"$fifo" 2>&1 &
+    'set -o pipefail; curl "$@" "$INSTALLER_URL" | sh -s - $ROLE_FLAGS --server "$CATTLE_SERVER" ${CATTLE_CA_CHECKSUM:+--ca-checksum "$CATTLE_CA_CHECKSUM"}' \
+    installer "$@" >"$fifo" 2>&1 &
   installer=$!
   while IFS= read -r line; do
     [ -n "$CATTLE_TOKEN" ] && line="${line//"$CATTLE_TOKEN"/<registration token>}"
@@ -142,7 +150,11 @@ run_installer() {
     [ -n "${line//[[:space:]]/}" ] && last="$line"
     case "$line" in
       *"000 received while"* | *"Error while connecting to Rancher"*) unreachable=$((unreachable + 1)) refused=0 ;;
-      *"401 received while downloading Rancher connection information"* | *"403 received while downloading Rancher connection information"*) refused=$((refused + 1)) unreachable=0 ;;
+      *"500 received while downloading Rancher connection information"* | *"401 received while downloading Rancher connection information"* | *"403 received while downloading Rancher connection information"*) refused=$((refused + 1)) unreachable=0 ;;
+      *"does not match given --ca-checksum"*)
+        mismatch="${line#\[ERROR\]}"
+        mismatch="${mismatch#"${mismatch%%[![:space:]]*}"}"
+        ;;
       *"received while"* | *"Sleeping for 5 seconds"*) ;;
       *) unreachable=0 refused=0 ;;
     esac
@@ -151,7 +163,7 @@ run_installer() {
       break
     fi
     if [ "$refused" -ge "$HOPELESS_TRIES" ]; then
-      why="Rancher at $CATTLE_SERVER refuses the registration token ($refused tries in a row); the cluster's registration token may have been rotated or the cluster removed: run pulumi up again to fetch the current command"
+      why="Rancher at $CATTLE_SERVER refuses the registration token ($refused tries in a row; Rancher answers 500 to a token it does not know); the cluster's registration token may have been rotated or the cluster removed: run pulumi up again to fetch the current command"
       break
     fi
   done <"$fifo"
@@ -170,7 +182,11 @@ run_installer() {
   fi
   if ! wait "$installer"; then
     rm -f "$fifo"
-    echo "error: the agent installer failed: ${last:-no output}" >&2
+    if [ -n "$mismatch" ]; then
+      echo "error: the agent installer stopped: the CA Rancher serves at $CATTLE_SERVER/cacerts is not the one rancher.caCertificate pins ($mismatch); set rancher.caCertificate to the CA exactly as Rancher serves it, or Rancher's cacerts setting to the CA that signed its certificate" >&2
+    else
+      echo "error: the agent installer failed: ${last:-no output}" >&2
+    fi
     exit 1
   fi
   rm -f "$fifo"

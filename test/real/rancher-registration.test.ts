@@ -13,6 +13,9 @@ import { createHash } from "crypto";
 import * as fs from "fs";
 import * as https from "https";
 import * as path from "path";
+import { componentFile } from "../../components/assets";
+import { clusterProgress, waitForCluster } from "../../components/rancher-cluster/cluster-wait";
+import { scriptWithParams } from "../../components/ssh/run-script";
 import { rancherApi } from "../lab/rancher-standin/api-client";
 import {
   digA,
@@ -35,8 +38,9 @@ const RANCHER_IP = "192.168.122.20";
 const FIRST = 31;
 const WORKER = 30;
 const ALLOW_HTTPS = ["INPUT", "-p", "tcp", "--dport", "443", "-j", "ACCEPT"];
+const REJECT_HTTPS = ["INPUT", "-p", "tcp", "--dport", "443", "-j", "REJECT"];
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 interface ClusterView {
   id: string;
@@ -78,17 +82,17 @@ function onNode(octet: number, script: string, env: Record<string, string> = {})
   return { status: r.status ?? -1, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
 }
 
-/** Rancher's installer as its node command runs it, the settings in the environment. */
+/**
+ * Rancher's installer as its node command runs it: the token in the environment, the server and
+ * the checksum as install.sh's arguments (the served installer assigns Rancher's own values to
+ * CATTLE_SERVER and CATTLE_CA_CHECKSUM, which only arguments override).
+ */
 function install(octet: number, cluster: ClusterView, roles: string, checksum?: string) {
   const fromCommand = /--ca-checksum ([0-9a-f]{64})/.exec(cluster.registrationToken.nodeCommand);
   return onNode(
     octet,
-    `curl -fsSL --insecure ${SERVER}/system-agent-install.sh | sh -s - ${roles}\n`,
-    {
-      CATTLE_SERVER: SERVER,
-      CATTLE_TOKEN: cluster.registrationToken.token,
-      CATTLE_CA_CHECKSUM: checksum ?? fromCommand![1],
-    },
+    `curl -fsSL --insecure ${SERVER}/system-agent-install.sh | sh -s - ${roles} --server ${SERVER} --ca-checksum ${checksum ?? fromCommand![1]}\n`,
+    { CATTLE_TOKEN: cluster.registrationToken.token },
   );
 }
 
@@ -176,7 +180,55 @@ describe("Rancher stand-in: what Rancher v2.14.3 does with registered nodes", fu
     assert.match(cluster.registrationToken.insecureNodeCommand, /^ curl --insecure -fL /);
   });
 
-  it("the installer takes CATTLE_* from the environment and refuses a checksum of the PEM without its newline", () => {
+  it("serves the installer as Rancher does: strict verification, Rancher's server and CA checksum before install.sh", async () => {
+    const served = await new Promise<string>((resolve, reject) =>
+      https
+        .get(
+          { host: RANCHER_IP, servername: "ai-ear.cn", path: "/system-agent-install.sh", ca: CA },
+          (res) => {
+            let text = "";
+            res.on("data", (c: Buffer) => (text += c.toString()));
+            res.on("end", () => resolve(text));
+          },
+        )
+        .on("error", reject),
+    );
+    const checksum = /--ca-checksum ([0-9a-f]{64})/.exec(cluster.registrationToken.nodeCommand)![1];
+    const header = served.split("\n").slice(0, 8).join("\n");
+    assert.equal(
+      header,
+      [
+        "#!/usr/bin/env sh",
+        "export STRICT_VERIFY='true'",
+        "",
+        `CATTLE_AGENT_BINARY_BASE_URL="${SERVER}/assets"`,
+        `CATTLE_SERVER=${SERVER}`,
+        `CATTLE_CA_CHECKSUM="${checksum}"`,
+        "",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("under strict verification, a checksum given in the environment alone is overridden by the served one", () => {
+    // The environment's checksum is wrong, the served installer's assignment wins over it, and
+    // without a --ca-checksum argument the served (right) one is verified: the installer goes
+    // on past the CA check. The wrong token then stops it at the connection info.
+    const r = onNode(
+      FIRST,
+      `timeout 12 sh -c 'curl -fsSL --insecure ${SERVER}/system-agent-install.sh | sh -s - --etcd'\n`,
+      { CATTLE_TOKEN: "not-a-token-of-this-rancher", CATTLE_CA_CHECKSUM: "0".repeat(64) },
+    );
+    assert.match(
+      r.out,
+      /CA strict verification is set to true|Successfully downloaded CA certificate/,
+    );
+    assert.doesNotMatch(r.out, /does not match given --ca-checksum/);
+    assert.match(r.out, /500 received while downloading Rancher connection information/);
+    assert.equal(unitState(FIRST, "rancher-system-agent.service").enabled, false);
+  });
+
+  it("the installer refuses a checksum of the PEM without its newline", () => {
     const r = install(FIRST, cluster, "--etcd --controlplane", sha256(CA.trimEnd()));
     assert.notEqual(r.status, 0, r.out);
     assert.match(
@@ -235,6 +287,142 @@ describe("Rancher stand-in: what Rancher v2.14.3 does with registered nodes", fu
     assert.equal(unitState(WORKER, "rke2-agent.service").active, true);
     const config = fs.readFileSync(nodeFile(WORKER, "/etc/rancher/rke2/config.yaml"), "utf8");
     assert.match(config, /^server: https:\/\/192\.168\.122\.31:9345$/m);
+  });
+
+  it("a machine registered into an active cluster: the cluster reads active before Rancher has planned it, and the wait waits for the machine", async () => {
+    // The node is rebuilt and registers as a new machine; Rancher's controllers are given a
+    // wider pass (4 s) so the window is wide enough to see.
+    assert.equal(lab("reset-node", String(WORKER)).status, 0);
+    const delayFile = path.join(LAB_DIR, "rancher", "controller-delay-ms");
+    fs.writeFileSync(delayFile, "4000");
+    try {
+      const r = install(WORKER, cluster, "--worker");
+      assert.equal(r.status, 0, r.out);
+      const right = (await rancher("GET", `/v3/clusters/${cluster.id}`)) as unknown;
+      assert.equal(clusterProgress(right).done, true, JSON.stringify(right));
+      const info = connectionInfo(WORKER);
+      const log: string[] = [];
+      await waitForCluster(
+        {
+          cluster: cluster.name,
+          after: "worker",
+          apiToken: API_TOKEN,
+          timeoutSeconds: 120,
+          pollSeconds: 1,
+          machines: [{ node: "n30", namespace: info.namespace, secretName: info.secretName }],
+        },
+        {
+          fetchCluster: () => rancher("GET", `/v3/clusters/${cluster.id}`),
+          fetchPlanSecret: (m) =>
+            rancher("GET", `/api/v1/namespaces/${m.namespace}/secrets/${m.secretName}`),
+          checkAgent: async () => "",
+          now: () => Date.now(),
+          sleep,
+          info: (line) => log.push(line),
+          warn: (line) => log.push(line),
+        },
+      );
+      assert.match(
+        log[0],
+        /waiting \(0 s of 120 s\): active; n30: Rancher's planner has not planned it yet/,
+      );
+      assert.match(log[log.length - 1], /active with n30 after \d+ s/);
+      // When the wait returned, the machine had applied its plan and the worker ran.
+      const secret = await planSecret(WORKER);
+      const plan = Buffer.from(secret.data.plan, "base64");
+      assert.equal(
+        Buffer.from(secret.data["applied-checksum"], "base64").toString(),
+        createHash("sha256").update(plan).digest("hex"),
+      );
+      assert.equal(unitState(WORKER, "rke2-agent.service").active, true);
+    } finally {
+      fs.rmSync(delayFile, { force: true });
+    }
+  });
+});
+
+/** Runs register-node.sh (the product's) on a node, sampling every command line meanwhile. */
+async function registerWith(octet: number, params: Record<string, string>) {
+  const pid = fs.readFileSync(path.join(LAB_DIR, "nodes", `n${octet}`, "sshd.pid"), "utf8").trim();
+  const script = componentFile(
+    path.join(REPO, "bin", "components", "rancher-cluster"),
+    "register-node.sh",
+  );
+  const started = Date.now();
+  const run = new Promise<{ status: number; out: string }>((resolve) => {
+    const child = spawn("nsenter", ["--target", pid, "--mount", "--net", "bash", "-s"]);
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (out += c.toString()));
+    child.on("close", (status) => resolve({ status: status ?? -1, out }));
+    child.stdin.end(scriptWithParams(script, params));
+  });
+  const commandLines = await sampleCommandLines(run);
+  return { ...(await run), seconds: (Date.now() - started) / 1000, commandLines };
+}
+
+describe("a registration that cannot succeed fails within a minute, naming why", function () {
+  this.timeout(300000);
+  const TOKEN = "lab0refused0token0aaaabbbbccccddddeeeeffff0000111122223";
+  let checksum = "";
+  const params = () => ({
+    MODE: "apply",
+    INSTALLER_URL: `${SERVER}/system-agent-install.sh`,
+    CATTLE_SERVER: SERVER,
+    CATTLE_TOKEN: TOKEN,
+    CATTLE_CA_CHECKSUM: checksum,
+    INSECURE: "false",
+    ROLE_FLAGS: "--worker",
+    RANCHER_CA: CA,
+    RANCHER_HOST: "ai-ear.cn",
+    TIMEOUT_SECONDS: "600",
+    POLL_SECONDS: "2",
+  });
+  const leaks = (lines: Set<string>) =>
+    [...lines].filter(
+      (c) => c.includes(TOKEN) && !/^curl .*Authorization: Bearer .*\/v3\/connect\/agent/.test(c),
+    );
+
+  let addedRecord = false;
+
+  before(() => {
+    assert.equal(lab("reset-node", String(WORKER)).status, 0);
+    checksum = sha256(CA.endsWith("\n") ? CA : `${CA}\n`);
+    if (!digA("ai-ear.cn").includes(RANCHER_IP)) {
+      handAddDnsHost(RANCHER_IP, "ai-ear.cn");
+      addedRecord = true;
+    }
+    assert.equal(inNamespace(labNs("n20"), ["iptables", "-I", ...ALLOW_HTTPS]).status, 0);
+  });
+  after(() => {
+    inNamespace(labNs("n20"), ["iptables", "-D", ...REJECT_HTTPS]);
+    inNamespace(labNs("n20"), ["iptables", "-D", ...ALLOW_HTTPS]);
+    if (addedRecord) handDeleteDnsHost(RANCHER_IP);
+    lab("reset-node", String(WORKER));
+  });
+
+  it("a token Rancher does not know (500 from /v3/connect/agent)", async () => {
+    const r = await registerWith(WORKER, params());
+    assert.equal(r.status, 1, r.out);
+    assert.match(
+      r.out,
+      /error: the agent installer was stopped: Rancher at https:\/\/ai-ear\.cn refuses the registration token/,
+    );
+    assert.ok(r.seconds < 60, `took ${r.seconds} s`);
+    assert.ok(!r.out.includes(TOKEN), "the token is in the step's output");
+    assert.deepEqual(leaks(r.commandLines), []);
+  });
+
+  it("a Rancher that does not answer (its port rejected)", async () => {
+    assert.equal(inNamespace(labNs("n20"), ["iptables", "-I", ...REJECT_HTTPS]).status, 0);
+    const r = await registerWith(WORKER, params());
+    assert.equal(r.status, 1, r.out);
+    assert.match(
+      r.out,
+      /error: the agent installer was stopped: Rancher at https:\/\/ai-ear\.cn does not answer from this node/,
+    );
+    assert.ok(r.seconds < 60, `took ${r.seconds} s`);
+    assert.deepEqual(leaks(r.commandLines), []);
   });
 });
 

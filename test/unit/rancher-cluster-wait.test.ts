@@ -1,4 +1,5 @@
 import * as assert from "assert/strict";
+import { createHash } from "crypto";
 import {
   clusterProgress,
   ClusterWaitIo,
@@ -6,6 +7,7 @@ import {
   parseAgentCheck,
   waitForCluster,
 } from "../../components/rancher-cluster/cluster-wait";
+import { machineProgress } from "../../components/rancher-cluster/machine-progress";
 import { parseHostRegistration } from "../../components/rancher-cluster/provider";
 
 const SANE = "waiting for at least one control plane, etcd, and worker node to be registered";
@@ -67,14 +69,21 @@ describe("Rancher cluster wait", () => {
     function simulated(
       answers: unknown[],
       diagnosis = "seed 000: the cluster agent cannot resolve",
+      secrets: unknown[] = [],
     ) {
       let clock = 0;
       let calls = 0;
+      let secretCalls = 0;
       const log: string[] = [];
       const checks: number[] = [];
       const io: ClusterWaitIo = {
         fetchCluster: async () => {
           const answer = answers[Math.min(calls++, answers.length - 1)];
+          if (answer instanceof Error) throw answer;
+          return answer;
+        },
+        fetchPlanSecret: async () => {
+          const answer = secrets[Math.min(secretCalls++, secrets.length - 1)];
           if (answer instanceof Error) throw answer;
           return answer;
         },
@@ -129,6 +138,85 @@ describe("Rancher cluster wait", () => {
         new RegExp(`Rancher says provisioning; Updated: ${SANE}\\. The nodes stay registered`),
       );
       assert.deepEqual(sim.checks, []);
+    });
+
+    describe("a machine registered into a cluster that reads active", () => {
+      const b64 = (text: string) => Buffer.from(text).toString("base64");
+      const planText = JSON.stringify({ files: [], probes: { kubelet: {}, calico: {} } });
+      const checksum = createHash("sha256").update(planText).digest("hex");
+      const secret = (data: Record<string, string>) => ({
+        data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, b64(v)])),
+      });
+      const unplanned = secret({});
+      const planned = secret({ plan: planText });
+      const applied = (probes: Record<string, boolean>) =>
+        secret({
+          plan: planText,
+          "applied-checksum": checksum,
+          "probe-statuses": JSON.stringify(
+            Object.fromEntries(Object.entries(probes).map(([k, v]) => [k, { healthy: v }])),
+          ),
+        });
+      const followed = {
+        ...state,
+        after: "workers",
+        machines: [
+          {
+            node: "sza122032.local",
+            namespace: "fleet-default",
+            secretName: "custom-1-machine-plan",
+          },
+        ],
+      };
+
+      it("waits for the planner's plan, its application and its probes, whatever the cluster says", async () => {
+        const sim = simulated([active], "", [
+          unplanned,
+          planned,
+          applied({ kubelet: true, calico: false }),
+          applied({ kubelet: true, calico: true }),
+        ]);
+        await waitForCluster(followed, sim.io);
+        assert.deepEqual(sim.log, [
+          "info cluster uat1 (after workers): waiting (0 s of 60 s): active; sza122032.local: Rancher's planner has not planned it yet",
+          "info cluster uat1 (after workers): waiting (5 s of 60 s): active; sza122032.local: its agent has not applied its plan yet",
+          "info cluster uat1 (after workers): waiting (10 s of 60 s): active; sza122032.local: probes not healthy yet: calico",
+          "info cluster uat1 (after workers): active with sza122032.local after 15 s",
+        ]);
+      });
+
+      it("a plan applied under another checksum, or failed, is not done", () => {
+        const stale = secret({ plan: planText, "applied-checksum": "0".repeat(64) });
+        assert.deepEqual(machineProgress(stale), {
+          done: false,
+          missing: "its agent has not applied Rancher's latest plan yet",
+        });
+        const failed = secret({
+          plan: planText,
+          "failed-checksum": checksum,
+          "failure-count": "3",
+        });
+        assert.match(machineProgress(failed).missing, /failed to apply the plan \(3 failures/);
+        // A probe of the plan without a status yet is not healthy.
+        const noStatus = secret({ plan: planText, "applied-checksum": checksum });
+        assert.equal(machineProgress(noStatus).missing, "probes not healthy yet: calico, kubelet");
+        assert.deepEqual(machineProgress(applied({ kubelet: true, calico: true })), {
+          done: true,
+          missing: "",
+        });
+      });
+
+      it("names the machine in the timeout error and never the API token", async () => {
+        const sim = simulated([active], "", [new Error(`401 for ${state.apiToken}`)]);
+        await assert.rejects(waitForCluster(followed, sim.io), (err: Error) => {
+          assert.match(
+            err.message,
+            /Rancher says active; sza122032\.local: its plan secret fleet-default\/custom-1-machine-plan could not be read \(401 for \[secret\]\)/,
+          );
+          return true;
+        });
+        assert.ok(sim.log.every((l) => !l.includes(state.apiToken)));
+      });
     });
 
     it("keeps waiting through an unreachable Rancher and never logs the API token", async () => {

@@ -94,6 +94,22 @@ describe("register-node.sh when the agent installer fails", function () {
     assert.ok(!argv.includes(TOKEN), `a command line carried the token:\n${argv}`);
   });
 
+  it("names a CA checksum mismatch, which ends install.sh at once", () => {
+    const r = register(
+      'echo "[ERROR]  Configured cacerts checksum (aaaa) does not match given --ca-checksum (bbbb)" >&2\nexit 1\n',
+    );
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(
+      r.stderr,
+      /error: the agent installer stopped: the CA Rancher serves at https:\/\/ai-ear\.cn\/cacerts is not the one rancher\.caCertificate pins \(Configured cacerts checksum \(aaaa\) does not match/,
+    );
+  });
+
+  it("gives install.sh the pinned server and checksum as arguments, which beat the installer's own assignments", () => {
+    const r = register('echo "args: $*"\nexit 1\n');
+    assert.match(r.stderr, /installer: args: --worker --server https:\/\/ai-ear\.cn$/m);
+  });
+
   const retrying = (line: string) =>
     `echo $$ >${dir}/installer.pid\nwhile :; do echo "[ERROR]  ${line}. Sleeping for 5 seconds and trying again" >&2; sleep 0.2; done\n`;
 
@@ -113,7 +129,8 @@ describe("register-node.sh when the agent installer fails", function () {
   });
 
   it("stops an installer whose token Rancher refuses, and leaves no installer running", () => {
-    const r = register(retrying("401 received while downloading Rancher connection information"));
+    // Rancher answers 500 to a token it does not know (configserver/server.go).
+    const r = register(retrying("500 received while downloading Rancher connection information"));
     assert.equal(r.status, 1, r.stderr);
     assert.match(
       r.stderr,

@@ -72,8 +72,9 @@ interface NodePlan {
   /** The installer the instruction runs: the lab's RKE2 installer stand-in, for Rancher's
    * system-agent-installer-rke2 image. */
   installer: string;
-  /** The probes the agent reports (probe.go names). */
-  probes: string[];
+  /** The probes the agent runs and reports, by name (probe.go names), as the plan's `probes`
+   * map of rancher/system-agent@v0.14.0 pkg/applyinator/applyinator.go Plan. */
+  probes: Record<string, Record<string, never>>;
   /** The RKE2 unit the plan starts. */
   unit: "rke2-server" | "rke2-agent";
 }
@@ -89,7 +90,8 @@ interface Machine {
   plan?: NodePlan;
   planChecksum?: string;
   appliedChecksum?: string;
-  probes?: Record<string, boolean>;
+  /** The agent's `probe-statuses` (rancher/system-agent@v0.14.0 pkg/prober/prober.go). */
+  probes?: Record<string, { healthy?: boolean }>;
   joinUrl?: string;
 }
 
@@ -112,6 +114,8 @@ interface Cluster {
   initNode?: string;
   controlPlaneInitialized: boolean;
   agentConnected: boolean;
+  /** The planner's verdict from its last pass (the control plane's Ready condition). */
+  planner?: { ready: boolean; message: string; registered: boolean };
   conditions: Condition[];
 }
 
@@ -135,6 +139,39 @@ const servedCacerts = () =>
   cacertsSetting.endsWith("\n") ? cacertsSetting : cacertsSetting + "\n";
 /** pkg/systemtemplate/import.go CAChecksum. */
 const caChecksum = () => sha256(servedCacerts());
+
+// --- the installer Rancher serves (installer.go) -----------------------------------------------
+
+/**
+ * `agent-tls-mode`: strict on a fresh v2.14 install, system-store on an upgraded one
+ * (pkg/settings/setting.go AgentTLSMode, WithDefaultOnUpgrade).
+ */
+const agentTlsMode = args.get("agent-tls-mode") ?? "strict";
+if (agentTlsMode !== "strict" && agentTlsMode !== "system-store")
+  throw new Error(`--agent-tls-mode must be strict or system-store, not ${agentTlsMode}`);
+
+/**
+ * GET /system-agent-install.sh: pkg/capr/installer/installer.go LinuxInstallScript with no token
+ * and no agent env vars (pkg/capr/installer/server.go): the shebang, `export STRICT_VERIFY=` (true
+ * when agent-tls-mode is strict), a blank line, CATTLE_AGENT_BINARY_BASE_URL (the image sets
+ * system-agent-version), CATTLE_SERVER (the server-url setting, unquoted), CATTLE_CA_CHECKSUM, an
+ * empty token line and a blank line, then install.sh. The assignments override the caller's
+ * environment; install.sh's own arguments (--server, --ca-checksum) override them in turn.
+ */
+function servedInstaller(): string {
+  const strict = agentTlsMode === "strict" ? "true" : "false";
+  return [
+    "#!/usr/bin/env sh",
+    `export STRICT_VERIFY='${strict}'`,
+    "",
+    `CATTLE_AGENT_BINARY_BASE_URL="${serverUrl}/assets"`,
+    `CATTLE_SERVER=${serverUrl}`,
+    `CATTLE_CA_CHECKSUM="${caChecksum()}"`,
+    "",
+    "",
+    fs.readFileSync(args.get("installer")!, "utf8"),
+  ].join("\n");
+}
 
 // --- node commands (status.go) -------------------------------------------------------------------
 
@@ -207,7 +244,7 @@ function desiredPlan(c: Cluster, m: Machine, joinServer: string): NodePlan {
     files,
     install: String(c.spec.kubernetesVersion ?? ""),
     installer: args.get("rke2-installer")!,
-    probes: probeNames(m),
+    probes: Object.fromEntries(probeNames(m).map((p) => [p, {}])),
     unit: server ? "rke2-server" : "rke2-agent",
   };
 }
@@ -222,7 +259,7 @@ function planStatusMessage(m: Machine): string {
   if (m.appliedChecksum === undefined)
     return "waiting for agent to check in and apply initial plan";
   if (m.appliedChecksum !== m.planChecksum) return "waiting for plan to be applied";
-  const unhealthy = probeNames(m).filter((p) => !m.probes?.[p]);
+  const unhealthy = probeNames(m).filter((p) => m.probes?.[p]?.healthy !== true);
   if (unhealthy.length > 0) return `waiting for probes: ${unhealthy.sort().join(", ")}`;
   return "";
 }
@@ -271,8 +308,12 @@ function setCondition(c: Cluster, type: string, status: Condition["status"], mes
   c.conditions = [...c.conditions.filter((x) => x.type !== type), next];
 }
 
-/** planner.go Process and fullReconcile, then the conditions the management cluster gets. */
-function reconcile(c: Cluster): void {
+/**
+ * One pass of the planner (planner.go Process and fullReconcile): plans what it can and records
+ * its verdict as the control plane's Ready condition (controller.go), not yet the management
+ * cluster's.
+ */
+function plannerPass(c: Cluster): void {
   try {
     const all = c.machines;
     if (!all.some(isEtcd) || !all.some(isControlPlane) || !all.some(isWorker))
@@ -296,28 +337,91 @@ function reconcile(c: Cluster): void {
     }
     const cpJoin = all.find((m) => isControlPlane(m) && m.joinUrl)!.joinUrl!;
     reconcileTier(c, "worker", isOnlyWorker, isInit, false, cpJoin);
-    setCondition(c, "Updated", "True");
-    setCondition(c, "Provisioned", "True");
+    c.planner = { ready: true, message: "", registered: true };
   } catch (err) {
     if (!(err instanceof Waiting)) throw err;
-    setCondition(c, "Updated", "Unknown", err.message);
-    if (err.message.startsWith("waiting for at least one control plane"))
-      setCondition(c, "Provisioned", "Unknown", err.message);
-    else setCondition(c, "Provisioned", "True");
+    c.planner = {
+      ready: false,
+      message: err.message,
+      registered: !err.message.startsWith("waiting for at least one control plane"),
+    };
   }
-  setCondition(c, "Connected", c.agentConnected ? "True" : "False");
-  const ready = c.conditions.find((x) => x.type === "Updated")?.status === "True";
-  setCondition(c, "Ready", ready && c.agentConnected ? "True" : "Unknown");
   save();
 }
 
+/**
+ * One pass of the provisioning cluster's controller (provisioningcluster/controller.go
+ * reconcileCondition(mgmtCluster, capr.Updated, rkeCP, capr.Ready)): copies the planner's
+ * verdict, as the last planner pass left it, into the management cluster's conditions.
+ */
+function provisioningClusterPass(c: Cluster): void {
+  const planner = c.planner ?? { ready: false, message: "", registered: false };
+  setCondition(c, "Updated", planner.ready ? "True" : "Unknown", planner.message);
+  setCondition(
+    c,
+    "Provisioned",
+    planner.registered ? "True" : "Unknown",
+    planner.registered ? "" : planner.message,
+  );
+  setCondition(c, "Connected", c.agentConnected ? "True" : "False");
+  // Ready is the cluster agent's connection (clusterconnected.go: False, "Cluster agent is not
+  // connected"; the health syncer sets it True once the agent serves), not the planner's.
+  if (c.agentConnected) setCondition(c, "Ready", "True");
+  else setCondition(c, "Ready", "False", "Cluster agent is not connected");
+  save();
+}
+
+/**
+ * Rancher's controllers run on events, each in its own pass: a change (a machine registered, an
+ * agent's report, the cluster agent connecting, a spec update) queues a planner pass a delay
+ * later, and the management cluster's conditions follow one delay after that. Until then every
+ * GET answers what the last passes left, as Rancher's API does. Each cluster is also passed
+ * through every RESYNC_MS (the controllers' periodic resync). The delay is
+ * --controller-delay-ms, or the number in <dir>/controller-delay-ms when that file exists (a
+ * test widens the window with it).
+ */
+const RESYNC_MS = Number(args.get("resync-ms") ?? "10000");
+function controllerDelayMs(): number {
+  const file = path.join(dir, "controller-delay-ms");
+  const fromFile = fs.existsSync(file) ? Number(fs.readFileSync(file, "utf8").trim()) : NaN;
+  return Number.isFinite(fromFile) ? fromFile : Number(args.get("controller-delay-ms") ?? "1000");
+}
+const queued = new Set<string>();
+
+function enqueue(c: Cluster): void {
+  if (queued.has(c.id)) return;
+  queued.add(c.id);
+  const delay = controllerDelayMs();
+  setTimeout(() => {
+    queued.delete(c.id);
+    const current = clusters.find((x) => x.id === c.id);
+    if (!current) return;
+    plannerPass(current);
+    setTimeout(() => {
+      const later = clusters.find((x) => x.id === c.id);
+      if (later) provisioningClusterPass(later);
+    }, delay);
+  }, delay);
+}
+
+clusters.forEach(enqueue);
+setInterval(() => clusters.forEach(enqueue), RESYNC_MS).unref();
+
+/**
+ * The v3 cluster's `state`, computed from its conditions as rancher/rancher@v2.14.3
+ * pkg/schemas/status/status.go does with wrangler's summary (rancher/wrangler@v3.6.0
+ * pkg/summary/summarizers.go): Provisioned Unknown is "provisioning", Updated Unknown
+ * "updating", Ready not True "unavailable", else "active".
+ */
 function state(c: Cluster): string {
-  const ready = c.conditions.find((x) => x.type === "Ready")?.status === "True";
-  return ready ? "active" : "provisioning";
+  const status = (type: string) => c.conditions.find((x) => x.type === type)?.status;
+  if (status("Provisioned") === "Unknown") return "provisioning";
+  if (status("Updated") === "Unknown") return "updating";
+  if (status("Ready") !== "True") return "unavailable";
+  return "active";
 }
 
 function view(c: Cluster) {
-  reconcile(c);
   return {
     id: c.id,
     type: "cluster",
@@ -336,6 +440,7 @@ function planSecret(c: Cluster, m: Machine) {
   const data: Record<string, string> = {};
   if (m.plan) data.plan = b64(JSON.stringify(m.plan));
   if (m.appliedChecksum) data["applied-checksum"] = b64(m.appliedChecksum);
+  if (m.probes) data["probe-statuses"] = b64(JSON.stringify(m.probes));
   return {
     apiVersion: "v1",
     kind: "Secret",
@@ -399,15 +504,18 @@ function handle(
     return reply(200, route === "/ping" ? "pong" : "ok", "text/plain");
   if (method === "GET" && route === "/cacerts") return reply(200, servedCacerts(), "text/plain");
   if (method === "GET" && route === "/system-agent-install.sh")
-    return file(args.get("installer")!, "text/plain");
-  if (method === "GET" && route === "/assets/rancher-system-agent")
+    return reply(200, servedInstaller(), "text/plain");
+  if (method === "GET" && route === "/assets/rancher-system-agent-amd64")
     return file(args.get("agent")!, "application/octet-stream");
 
   if (route === "/v3/connect/agent" && method === "GET") {
-    const c = clusters.find((x) => x.registrationToken === bearer(headers));
-    if (!c) return reply(401, { message: "unknown registration token" });
+    // configserver/server.go ServeHTTP: no X-Cattle-Id is 401; a token that finds no cluster
+    // finds no machine, "machine not found by request", answered as 500 (custom.go
+    // findMachineByClusterToken).
     const machineId = String(headers["x-cattle-id"] ?? "");
-    if (!machineId) return reply(400, { message: "X-Cattle-Id is required" });
+    if (!machineId) return reply(401, "missing X-Cattle-Id", "text/plain");
+    const c = clusters.find((x) => x.registrationToken === bearer(headers));
+    if (!c) return reply(500, "machine not found by request", "text/plain");
     const name = `custom-${sha256(machineId).slice(0, 12)}`;
     let m = c.machines.find((x) => x.name === name);
     if (!m) {
@@ -426,7 +534,8 @@ function handle(
       };
       c.machines.push(m);
     }
-    reconcile(c);
+    save();
+    enqueue(c);
     return reply(200, {
       namespace: NAMESPACE,
       secretName: `${m.name}-machine-plan`,
@@ -438,7 +547,8 @@ function handle(
     const c = clusters.find((x) => x.registrationToken === headers["x-api-tunnel-token"]);
     if (!c) return reply(401, { message: "unknown token" });
     c.agentConnected = true;
-    reconcile(c);
+    save();
+    enqueue(c);
     return reply(200, { connected: true });
   }
 
@@ -452,7 +562,8 @@ function handle(
     if (!c || machineRoute[1] !== NAMESPACE) return reply(404, { message: "not found" });
     c.machines = c.machines.filter((m) => m.name !== machineRoute[2]);
     if (c.initNode === machineRoute[2]) c.initNode = undefined;
-    reconcile(c);
+    save();
+    enqueue(c);
     return reply(200, { kind: "Status", status: "Success" });
   }
 
@@ -475,7 +586,7 @@ function handle(
         sent.data?.[k] ? Buffer.from(sent.data[k], "base64").toString() : undefined;
       m.appliedChecksum = field("applied-checksum") ?? m.appliedChecksum;
       const probes = field("probe-statuses");
-      if (probes) m.probes = JSON.parse(probes) as Record<string, boolean>;
+      if (probes) m.probes = JSON.parse(probes) as Machine["probes"];
       const address = field("address");
       if (address && !m.address) m.address = address;
       if (
@@ -485,7 +596,8 @@ function handle(
         m.address
       )
         m.joinUrl = `https://${m.address}:9345`;
-      reconcile(c);
+      save();
+      enqueue(c);
     } else if (method !== "GET") return reply(405, { message: "method not allowed" });
     return reply(200, planSecret(c, m));
   }
@@ -511,6 +623,8 @@ function handle(
         conditions: [],
       };
       clusters.push(created);
+      save();
+      enqueue(created);
     }
     return reply(201, view(created));
   }
@@ -518,6 +632,8 @@ function handle(
   if (method === "GET") return reply(200, view(cluster));
   if (method === "PUT") {
     cluster.spec = json;
+    save();
+    enqueue(cluster);
     return reply(200, view(cluster));
   }
   if (method === "DELETE") {

@@ -23,15 +23,20 @@
 #     (`-H "Authorization: Bearer ${CATTLE_TOKEN}"`) for the duration of that one request;
 #   - the unit enabled and restarted (here a unit of the lab's systemctl test double). It does
 #     not wait for a plan: install.sh returns once the agent runs.
-# The real install.sh retries each request up to 4500 times, 5 s apart; this one tries 3 times.
+# Like the real install.sh it retries /cacerts, /healthz and /v3/connect/agent up to 4500 times,
+# 5 s apart, printing its lines ("<code> received while ..."), and validates the connection info
+# with `rancher-system-agent validate-connection` before keeping it.
 set -eu
 
+# The log prefixes of install.sh: `echo "[INFO] " "$@"` prints two spaces.
 info() { echo "[INFO]  $*"; }
-error() { echo "[ERROR] $*" >&2; }
+error() { echo "[ERROR]  $*" >&2; }
 fatal() {
-  echo "[FATAL] $*" >&2
+  echo "[FATAL]  $*" >&2
   exit 1
 }
+# install.sh's retry bound and pace: RETRYCOUNT=4500 loops of `sleep 5`.
+RETRYCOUNT=4500
 
 CATTLE_SERVER="${CATTLE_SERVER:-}"
 CATTLE_TOKEN="${CATTLE_TOKEN:-}"
@@ -49,6 +54,7 @@ CATTLE_AGENT_STRICT_VERIFY="${CATTLE_AGENT_STRICT_VERIFY:-${STRICT_VERIFY:-false
 CATTLE_AGENT_CONFIG_DIR="${CATTLE_AGENT_CONFIG_DIR:-/etc/rancher/agent}"
 CATTLE_AGENT_VAR_DIR="${CATTLE_AGENT_VAR_DIR:-/var/lib/rancher/agent}"
 CATTLE_AGENT_BIN_PREFIX="${CATTLE_AGENT_BIN_PREFIX:-/usr/local}"
+CATTLE_AGENT_BINARY_BASE_URL="${CATTLE_AGENT_BINARY_BASE_URL:-}"
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -81,22 +87,32 @@ if [ -z "$CATTLE_CA_CHECKSUM" ] && [ "$(echo "$CATTLE_AGENT_STRICT_VERIFY" | tr 
   fatal "Aborting system-agent installation due to requested strict CA verification with no CA checksum provided"
 fi
 
-# validate_ca_required: a certificate the system store verifies needs no CA checksum.
+# validate_ca_required: a certificate the system store verifies needs no CA checksum; curl's
+# exit 60 (no verification) means the CA is needed; a connection error is retried without count.
 if [ -n "$CATTLE_CA_CHECKSUM" ] && [ "$(echo "$CATTLE_AGENT_STRICT_VERIFY" | tr '[:upper:]' '[:lower:]')" != true ]; then
-  if curl -sS --connect-timeout 10 --max-time 10 -fL "$CATTLE_SERVER/healthz" -o /dev/null 2>/dev/null; then
-    info "Determined CA is not necessary to connect to Rancher"
-    CATTLE_CA_CHECKSUM=""
-  else
-    info "Determined CA is necessary to connect to Rancher"
-  fi
+  while :; do
+    rc=0
+    curl -sS --connect-timeout 60 --max-time 60 -fL "$CATTLE_SERVER/healthz" -o /dev/null 2>/dev/null || rc=$?
+    case "$rc" in
+      0) info "Determined CA is not necessary to connect to Rancher"; CATTLE_CA_CHECKSUM=""; break ;;
+      60) info "Determined CA is necessary to connect to Rancher"; break ;;
+      *) error "Error while connecting to Rancher to verify CA necessity. Sleeping for 5 seconds and trying again."; sleep 5 ;;
+    esac
+  done
 fi
 
 # validate_ca_checksum
 CURL_CAFLAG=""
 if [ -n "$CATTLE_CA_CHECKSUM" ]; then
   CACERT="$(mktemp)"
-  curl -sS --connect-timeout 10 --max-time 10 --insecure -fL "$CATTLE_SERVER/cacerts" -o "$CACERT" ||
-    fatal "could not download the CA certificate from $CATTLE_SERVER/cacerts"
+  i=1
+  while [ "$i" -ne "$RETRYCOUNT" ]; do
+    code="$(curl -sS --connect-timeout 60 --max-time 60 --write-out "%{http_code}\n" --insecure -fL "$CATTLE_SERVER/cacerts" -o "$CACERT" 2>/dev/null || true)"
+    [ "$code" = 200 ] && break
+    i=$((i + 1))
+    error "${code:-000} received while downloading the CA certificate. Sleeping for 5 seconds and trying again"
+    sleep 5
+  done
   info "Successfully downloaded CA certificate"
   [ -s "$CACERT" ] || fatal "The environment variable CATTLE_CA_CHECKSUM is set but there is no CA certificate configured at ${CATTLE_SERVER}/cacerts"
   if ! err="$(openssl x509 -in "$CACERT" -noout 2>&1)"; then
@@ -113,18 +129,26 @@ if [ -n "$CATTLE_CA_CHECKSUM" ]; then
 fi
 
 # validate_rancher_connection
-# shellcheck disable=SC2086 # CURL_CAFLAG is empty or two words, as upstream passes it
-curl -sS --connect-timeout 10 --max-time 10 $CURL_CAFLAG -fL "$CATTLE_SERVER/healthz" -o /dev/null ||
-  fatal "Error connecting to Rancher. Perhaps --ca-checksum needs to be set?"
+i=1
+while :; do
+  # shellcheck disable=SC2086 # CURL_CAFLAG is empty or two words, as upstream passes it
+  code="$(curl -sS --connect-timeout 60 --max-time 60 --write-out "%{http_code}\n" $CURL_CAFLAG -fL "$CATTLE_SERVER/healthz" -o /dev/null 2>/dev/null || true)"
+  [ "$code" = 200 ] && break
+  i=$((i + 1))
+  [ "$i" -ne "$RETRYCOUNT" ] || fatal "Error connecting to Rancher. Perhaps --ca-checksum needs to be set?"
+  error "${code:-000} received while testing Rancher connection. Sleeping for 5 seconds and trying again"
+  sleep 5
+done
 info "Successfully tested Rancher connection"
 
 if systemctl is-active --quiet rancher-system-agent.service; then
   systemctl stop rancher-system-agent
 fi
 
-# download_rancher_files (from the Rancher stand-in instead of GitHub)
+# download_rancher_files: <CATTLE_AGENT_BINARY_BASE_URL>/rancher-system-agent-<arch> (Rancher's
+# installer sets the base URL to <server>/assets); GitHub is not reachable from the lab.
 # shellcheck disable=SC2086
-curl -sS --connect-timeout 10 --max-time 30 $CURL_CAFLAG -fL "$CATTLE_SERVER/assets/rancher-system-agent" \
+curl -sS --connect-timeout 10 --max-time 30 $CURL_CAFLAG -fL "${CATTLE_AGENT_BINARY_BASE_URL:-$CATTLE_SERVER/assets}/rancher-system-agent-amd64" \
   -o "$CATTLE_AGENT_BIN_PREFIX/bin/rancher-system-agent" || fatal "could not download rancher-system-agent"
 chmod 0755 "$CATTLE_AGENT_BIN_PREFIX/bin/rancher-system-agent"
 if [ -n "$CURL_CAFLAG" ]; then
@@ -162,7 +186,8 @@ fi
 # retrieve_connection_info
 TEMP_CONNECTION_INFO="$CATTLE_AGENT_VAR_DIR/rancher2_connection_info.json.tmp"
 ok=false
-for attempt in 1 2 3; do
+i=1
+while [ "$i" -ne "$RETRYCOUNT" ]; do
   # shellcheck disable=SC2086
   RESPONSE="$(
     umask 0177
@@ -174,15 +199,22 @@ for attempt in 1 2 3; do
       -H "X-Cattle-Labels: ${CATTLE_LABELS}" -H "X-Cattle-Taints: ${CATTLE_TAINTS}" \
       "${CATTLE_SERVER}/v3/connect/agent" -o "$TEMP_CONNECTION_INFO"
   )" || true
+  i=$((i + 1))
   if [ "$RESPONSE" = 200 ]; then
+    if ! "$CATTLE_AGENT_BIN_PREFIX/bin/rancher-system-agent" validate-connection "$TEMP_CONNECTION_INFO" 2>&1; then
+      error "Downloaded connection info failed validation. Sleeping for 5 seconds and trying again"
+      rm -f "$TEMP_CONNECTION_INFO"
+      sleep 5
+      continue
+    fi
     mv "$TEMP_CONNECTION_INFO" "$CATTLE_AGENT_VAR_DIR/rancher2_connection_info.json"
     info "Successfully downloaded and validated Rancher connection information"
     ok=true
     break
   fi
   rm -f "$TEMP_CONNECTION_INFO"
-  error "$RESPONSE received while downloading Rancher connection information (attempt $attempt)"
-  sleep 1
+  error "${RESPONSE:-000} received while downloading Rancher connection information. Sleeping for 5 seconds and trying again"
+  sleep 5
 done
 [ "$ok" = true ] || fatal "Aborting system-agent installation due to failure to retrieve Rancher connection information"
 
