@@ -171,7 +171,7 @@ export interface ClusterWaitState {
 /** Runs the check on one node; `needsLog`: stop before the lookup where the agent has no log. */
 async function checkOn(
   state: ClusterWaitState,
-  target: { readonly node: string; readonly connection: SshEndpoint },
+  target: AgentCandidate,
   needsLog: boolean,
 ): Promise<AgentCheck> {
   const result = await ssh.runHostScript(
@@ -194,11 +194,25 @@ async function checkOn(
   return parseAgentCheck(result.stdout, `node ${target.node}`);
 }
 
+/** A node the agent check can run on. */
+export interface AgentCandidate {
+  readonly node: string;
+  readonly connection: SshEndpoint;
+}
+
 /**
- * Finds the node whose kubelet runs cattle-cluster-agent (its pod log directory), reads the
- * agent's log and a pod-like lookup there; without such a node, the lookup runs on the init node.
+ * Finds the node whose kubelet runs cattle-cluster-agent (its pod log directory) among
+ * `state.agentNodes`, in order, and diagnoses from the agent's log and a pod-like lookup there;
+ * without such a node, the lookup runs on the init node and the diagnosis says where it looked.
+ * `check` runs the check script on one node (`needsLog`: stop before the lookup without a log).
  */
-async function checkAgent(state: ClusterWaitState): Promise<string> {
+export async function diagnoseWhereAgentRuns(
+  state: Pick<
+    ClusterWaitState,
+    "agentNodes" | "initNode" | "connection" | "clusterDomain" | "rancherHost" | "apiToken"
+  >,
+  check: (target: AgentCandidate, needsLog: boolean) => Promise<AgentCheck>,
+): Promise<string> {
   const secrets = [state.apiToken];
   const d = state.clusterDomain;
   const context = (node: string) => ({
@@ -207,11 +221,11 @@ async function checkAgent(state: ClusterWaitState): Promise<string> {
     searchDomains: `cattle-system.svc.${d} svc.${d} ${d} + the node's`,
   });
   const unchecked: string[] = [];
-  for (const candidate of state.agentNodes) {
+  for (const candidate of state.agentNodes ?? []) {
     try {
-      const check = await checkOn(state, candidate, true);
-      if (check.lookup.result !== "skipped") {
-        return diagnoseClusterAgent(check, context(candidate.node));
+      const found = await check(candidate, true);
+      if (found.lookup.result !== "skipped") {
+        return diagnoseClusterAgent(found, context(candidate.node));
       }
     } catch (err) {
       unchecked.push(`${candidate.node} (${redact((err as Error).message, secrets)})`);
@@ -219,15 +233,18 @@ async function checkAgent(state: ClusterWaitState): Promise<string> {
   }
   const init = { node: state.initNode, connection: state.connection };
   const nowhere =
-    `no node of the cluster has a cattle-cluster-agent log (looked on ${state.agentNodes.map((n) => n.node).join(", ")}` +
+    `no node of the cluster has a cattle-cluster-agent log (looked on ${(state.agentNodes ?? []).map((n) => n.node).join(", ")}` +
     (unchecked.length > 0 ? `; could not look on ${unchecked.join(", ")}` : "") +
     ")";
   try {
-    return `${nowhere}; ${diagnoseClusterAgent(await checkOn(state, init, false), context(init.node))}`;
+    return `${nowhere}; ${diagnoseClusterAgent(await check(init, false), context(init.node))}`;
   } catch (err) {
     return `${nowhere}; the cluster agent could not be checked on ${state.initNode}: ${redact((err as Error).message, secrets)}`;
   }
 }
+
+const checkAgent = (state: ClusterWaitState) =>
+  diagnoseWhereAgentRuns(state, (target, needsLog) => checkOn(state, target, needsLog));
 
 /** What the wait reads and does; the provider passes the real ones, tests their own. */
 export interface ClusterWaitIo {

@@ -131,7 +131,7 @@ fi
 # reason, well before its timeout. A checksum mismatch ends install.sh itself; its line is named.
 HOPELESS_TRIES="${HOPELESS_TRIES:-3}"
 run_installer() {
-  local fifo installer line why="" unreachable=0 refused=0 last="" mismatch=""
+  local fifo installer line why="" unreachable=0 refused=0 last="" mismatch="" download=""
   fifo="$(mktemp -u)"
   mkfifo -m 0600 "$fifo"
   # Its own session, so the whole pipeline can be stopped; the script text names no values.
@@ -151,6 +151,7 @@ run_installer() {
     case "$line" in
       *"000 received while"* | *"Error while connecting to Rancher"*) unreachable=$((unreachable + 1)) refused=0 ;;
       *"500 received while downloading Rancher connection information"* | *"401 received while downloading Rancher connection information"* | *"403 received while downloading Rancher connection information"*) refused=$((refused + 1)) unreachable=0 ;;
+      *"curl: ("*) download="curl: (${line#*curl: (}" ;;
       *"does not match given --ca-checksum"*)
         mismatch="${line#\[ERROR\]}"
         mismatch="${mismatch#"${mismatch%%[![:space:]]*}"}"
@@ -182,7 +183,9 @@ run_installer() {
   fi
   if ! wait "$installer"; then
     rm -f "$fifo"
-    if [ -n "$mismatch" ]; then
+    if [ -n "$download" ]; then
+      echo "error: the agent installer could not be downloaded from $INSTALLER_URL ($download): Rancher does not answer from this node; check its address, DNS and the firewall between them, then run pulumi up again" >&2
+    elif [ -n "$mismatch" ]; then
       echo "error: the agent installer stopped: the CA Rancher serves at $CATTLE_SERVER/cacerts is not the one rancher.caCertificate pins ($mismatch); set rancher.caCertificate to the CA exactly as Rancher serves it, or Rancher's cacerts setting to the CA that signed its certificate" >&2
     else
       echo "error: the agent installer failed: ${last:-no output}" >&2

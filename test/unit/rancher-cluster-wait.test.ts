@@ -4,6 +4,7 @@ import {
   clusterProgress,
   ClusterWaitIo,
   diagnoseClusterAgent,
+  diagnoseWhereAgentRuns,
   parseAgentCheck,
   waitForCluster,
 } from "../../components/rancher-cluster/cluster-wait";
@@ -283,6 +284,63 @@ describe("Rancher cluster wait", () => {
       assert.throws(
         () => parseAgentCheck("agent-log-missing", "node sza122031.local"),
         /node sza122031\.local: .*no lookup result/,
+      );
+    });
+  });
+
+  describe("diagnosis on the node that runs the cluster agent", () => {
+    const endpoint = (host: string) => ({
+      host,
+      port: 22,
+      user: "root",
+      hostKey: "ssh-ed25519 AAAA",
+    });
+    const state = {
+      agentNodes: [
+        { node: "cp1", connection: endpoint("10.0.0.1") },
+        { node: "w1", connection: endpoint("10.0.0.2") },
+      ],
+      initNode: "cp1",
+      connection: endpoint("10.0.0.1"),
+      clusterDomain: "cluster.local",
+      rancherHost: "ai-ear.cn",
+      apiToken: "token-abc:very-secret",
+    };
+    const noLog = {
+      logLines: [],
+      lookup: { result: "skipped", seconds: "0", detail: "" },
+    } as const;
+    const timeoutLog = {
+      logLines: [
+        "Failed to dial steve aggregation server: dial tcp: lookup ai-ear.cn: i/o timeout",
+      ],
+      lookup: { result: "timeout", seconds: "20.0", detail: "" },
+    } as const;
+
+    it("reads the agent where its log is, after the nodes without one", async () => {
+      const asked: string[] = [];
+      const text = await diagnoseWhereAgentRuns(state, async (target, needsLog) => {
+        asked.push(`${target.node} ${needsLog}`);
+        return target.node === "w1" ? timeoutLog : noLog;
+      });
+      assert.deepEqual(asked, ["cp1 true", "w1 true"]);
+      assert.match(text, /^seed 000: the cluster agent cannot resolve Rancher's host ai-ear\.cn/);
+      assert.match(text, / on w1 timed out after 20\.0 s/);
+    });
+
+    it("says where it looked when no node has the agent's log, and looks up from the init node", async () => {
+      const asked: string[] = [];
+      const text = await diagnoseWhereAgentRuns(state, async (target, needsLog) => {
+        asked.push(`${target.node} ${needsLog}`);
+        if (target.node === "w1") throw new Error(`ssh refused for ${state.apiToken}`);
+        return needsLog
+          ? noLog
+          : { logLines: [], lookup: { result: "ok", seconds: "0.1", detail: "192.168.122.20" } };
+      });
+      assert.deepEqual(asked, ["cp1 true", "w1 true", "cp1 false"]);
+      assert.match(
+        text,
+        /^no node of the cluster has a cattle-cluster-agent log \(looked on cp1, w1; could not look on w1 \(ssh refused for \[secret\]\)\); the cluster agent resolves ai-ear\.cn/,
       );
     });
   });

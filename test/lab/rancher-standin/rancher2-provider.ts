@@ -7,7 +7,8 @@
  *   - rancher2:index/clusterV2:ClusterV2: create/read/update/delete a custom cluster; outputs
  *     clusterV1Id (the management cluster's `c-m-...` id) and clusterRegistrationToken
  *     {token, nodeCommand, insecureNodeCommand} as Rancher formats them.
- *   - rancher2:index/clusterSync:ClusterSync, as rancher/terraform-provider-rancher2@v13.1.4
+ *   - rancher2:index/clusterSync:ClusterSync, as rancher/terraform-provider-rancher2@v14.1.1 (the
+ *     Rancher 2.14 line; the same code in v13.1.4 and v15.0.0-rc.16, see STANDINS.md)
  *     rancher2/resource_rancher2_cluster_sync.go and config.go (WaitForClusterState) do it:
  *     GET /v3/clusters/<clusterId> every 5 s (rancher2RetriesWait) until its `Updated` condition
  *     (schema_cluster.go clusterActiveCondition) is True; Unknown keeps waiting; False fails with

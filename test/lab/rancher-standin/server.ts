@@ -38,7 +38,14 @@
  *       tier messages "configuring <tier> node(s) <names>[: <detail>]" (setMachineConditionStatus,
  *       atMostThree, detailedMessage) with the machine details of store.go
  *       (getPlanStatusReasonMessage, noPlanMessage, probesMessage).
- *   - The management cluster `/v3/clusters/<c-m-id>` (API token): `state` and `conditions`; its
+ *   - `/system-agent-install.sh`: install.sh behind installer.go LinuxInstallScript's lines
+ *     (STRICT_VERIFY from agent-tls-mode, strict by default; CATTLE_AGENT_BINARY_BASE_URL,
+ *     CATTLE_SERVER, CATTLE_CA_CHECKSUM); an unknown registration token at /v3/connect/agent is
+ *     500 "machine not found by request" (configserver/server.go, custom.go).
+ *   - Controllers a pass late (planner, then the management cluster's conditions), on events and a
+ *     periodic resync; GETs answer what the passes left (see controllerDelayMs).
+ *   - The management cluster `/v3/clusters/<c-m-id>` (API token): `state` (summarized from the
+ *     conditions, pkg/schemas/status/status.go) and `conditions`; its
  *     `Updated` condition is the planner's Ready condition — Unknown, reason Waiting, the planner's
  *     message while it waits; True when done (pkg/controllers/capr/planner/controller.go,
  *     pkg/controllers/provisioningv2/provisioningcluster/controller.go reconcileCondition(mgmtCluster,
