@@ -1,15 +1,17 @@
 /**
- * The README's policy table (section "Policies in pull-request pipelines") is what operators read
- * to know what blocks a preview: it must list exactly the pack's policies (policy/policies, which
- * policy/index.ts packs whole), each with its enforcement level.
+ * The policy table (docs/policies.md, section "The pack", which the README's section on policies
+ * in pull requests links to) is what operators read to know what blocks a preview: it must list
+ * exactly the pack's policies (policy/policies, which policy/index.ts packs whole), each with its
+ * enforcement level.
  */
 import * as assert from "assert/strict";
 import * as fs from "fs";
 import * as path from "path";
 import { allPolicies } from "../../policy/policies";
 
-const README = path.resolve(__dirname, "..", "..", "..", "README.md");
-const SECTION = "## Policies in pull-request pipelines";
+const DOC = "docs/policies.md";
+const DOC_PATH = path.resolve(__dirname, "..", "..", "..", DOC);
+const SECTION = "## The pack";
 
 interface TableRow {
   readonly name: string;
@@ -17,11 +19,11 @@ interface TableRow {
   readonly line: number;
 }
 
-/** The rows `| \`name\` | level | ... |` of the section's table, with their README line numbers. */
-function policyTableRows(readme: string): TableRow[] {
-  const lines = readme.split("\n");
+/** The rows `| \`name\` | level | ... |` of the section's table, with their line numbers. */
+function policyTableRows(markdown: string): TableRow[] {
+  const lines = markdown.split("\n");
   const start = lines.indexOf(SECTION);
-  assert.ok(start >= 0, `README.md has no section "${SECTION}"`);
+  assert.ok(start >= 0, `${DOC} has no section "${SECTION}"`);
   const rows: TableRow[] = [];
   for (let i = start + 1; i < lines.length && !lines[i].startsWith("## "); i++) {
     const m = /^\|\s*`([^`]+)`\s*\|\s*([^|]*?)\s*\|/.exec(lines[i]);
@@ -30,8 +32,8 @@ function policyTableRows(readme: string): TableRow[] {
   return rows;
 }
 
-describe("README policy table", () => {
-  const rows = policyTableRows(fs.readFileSync(README, "utf8"));
+describe("the policy table in docs/policies.md", () => {
+  const rows = policyTableRows(fs.readFileSync(DOC_PATH, "utf8"));
   // (A policy without its own level would take the pack's; every policy here states its own.)
   const pack = new Map(
     allPolicies.map((p) => [p.name, p.enforcementLevel ?? "(not set in the policy)"]),
@@ -43,7 +45,7 @@ describe("README policy table", () => {
     assert.deepEqual(
       missing.map(([name, level]) => `${name} (${level})`),
       [],
-      `README.md "${SECTION}" lacks rows for these policies of policy/policies`,
+      `${DOC} "${SECTION}" lacks rows for these policies of policy/policies`,
     );
   });
 
@@ -51,13 +53,12 @@ describe("README policy table", () => {
     const seen = new Set<string>();
     const wrong: string[] = [];
     for (const row of rows) {
-      if (!pack.has(row.name))
-        wrong.push(`${row.name} (README.md line ${row.line}: not in the pack)`);
+      if (!pack.has(row.name)) wrong.push(`${row.name} (${DOC} line ${row.line}: not in the pack)`);
       else if (seen.has(row.name))
-        wrong.push(`${row.name} (README.md line ${row.line}: listed again)`);
+        wrong.push(`${row.name} (${DOC} line ${row.line}: listed again)`);
       seen.add(row.name);
     }
-    assert.deepEqual(wrong, [], `README.md "${SECTION}" has rows to remove`);
+    assert.deepEqual(wrong, [], `${DOC} "${SECTION}" has rows to remove`);
   });
 
   it("gives each policy the enforcement level the pack gives it", () => {
@@ -65,8 +66,8 @@ describe("README policy table", () => {
       .filter((r) => pack.has(r.name) && pack.get(r.name) !== r.level)
       .map(
         (r) =>
-          `${r.name} (README.md line ${r.line} says "${r.level}", the pack says "${pack.get(r.name)}")`,
+          `${r.name} (${DOC} line ${r.line} says "${r.level}", the pack says "${pack.get(r.name)}")`,
       );
-    assert.deepEqual(wrong, [], `README.md "${SECTION}" has wrong levels`);
+    assert.deepEqual(wrong, [], `${DOC} "${SECTION}" has wrong levels`);
   });
 });
