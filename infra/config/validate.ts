@@ -1053,7 +1053,7 @@ function checkSecrets(
     } else if (!present && options.requireSecrets && needed.has(key)) {
       r.problem(
         key,
-        `is not set; set it with \`pulumi config set --secret ${key}\` (read from a file with --path or stdin).`,
+        `is not set; set it with \`pulumi config set --secret ${key}\` (a file on stdin: \`pulumi config set --secret ${key} < <file>\`).`,
       );
     }
   }
