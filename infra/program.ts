@@ -3,8 +3,8 @@ import * as pulumi from "@pulumi/pulumi";
 import * as rancher2 from "@pulumi/rancher2";
 import { ClusterDns, DnsDelivery, UpstreamResolverPreflight } from "../components/cluster-dns";
 import { dnsKubeletArgs } from "../components/cluster-dns/values";
-import { Rke2Cluster } from "../components/rke2-cluster";
-import { LibvirtDnsRecords } from "../components/libvirt-dns";
+import { Rke2Cluster, Rke2ClusterNode } from "../components/rke2-cluster";
+import { DnsHostRecord, LibvirtDnsRecords } from "../components/libvirt-dns";
 import {
   NodePreparation,
   nodesRequiringReboot,
@@ -15,14 +15,33 @@ import {
   EnvironmentModel,
   MANAGEMENT_CLUSTER,
   nodesOfCluster,
+  RancherSettings,
   SecretKey,
   serversOf,
 } from "../components/model";
 import { EnvironmentSecrets } from "./config/load";
 
+/** The management cluster as this stack runs RKE2 there (Rke2Cluster's outputs). */
+export interface ManagementClusterOutputs {
+  readonly name: string;
+  readonly version: pulumi.Output<string>;
+  /** The servers in join order, each with its address. */
+  readonly servers: pulumi.Output<Rke2ClusterNode[]>;
+  readonly agents: pulumi.Output<Rke2ClusterNode[]>;
+  /** `https://<address>:9345`, where joining servers and agents register. */
+  readonly registrationUrl: pulumi.Output<string>;
+}
+
 export interface EnvironmentOutputs {
-  readonly libvirtDnsRecords?: pulumi.Output<unknown>;
+  /** The `<host>` records this stack keeps on the libvirt network; absent when it keeps none. */
+  readonly libvirtDnsRecords?: pulumi.Output<DnsHostRecord[]>;
+  /**
+   * Per node this stack prepares: true once its firewall services are disabled and its REJECT
+   * rules gone. Empty when the stack prepares no node.
+   */
   readonly preparedNodes: Record<string, pulumi.Output<boolean>>;
+  /** Absent when the stack does not run RKE2 on the management cluster. */
+  readonly managementCluster?: ManagementClusterOutputs;
   /** Nodes whose last preparation changed NetworkManager where RKE2 was installed: reboot them. */
   readonly nodesRequiringReboot: pulumi.Output<string[]>;
   /** Management nodes running another release or config.yaml than the stack's, or owing a restart
@@ -84,6 +103,7 @@ export function deployEnvironment(
       prepared.byNode.size > 0
         ? nodesRequiringReboot([...prepared.byNode.values()])
         : pulumi.output([]),
+    ...(management.cluster ? { managementCluster: management.cluster } : {}),
     nodesPendingRestart: management.nodesPendingRestart,
     ...downstream,
   };
@@ -107,8 +127,11 @@ function declareLibvirtDnsRecords(
   secrets: StepSecrets,
 ): LibvirtDnsRecords | undefined {
   if (!model.deploy.libvirtDnsRecords) return undefined;
+  const { ssh } = model.libvirt;
+  // Validation requires the KVM host where the stack manages its records (deploy-parts.ts).
+  if (!ssh) throw new Error("deploy.libvirtDnsRecords is on, but the model has no libvirt.ssh");
   return new LibvirtDnsRecords("libvirt-dns", {
-    ssh: model.libvirt.ssh,
+    ssh,
     sshPrivateKey: secrets.sshPrivateKey,
     network: model.libvirt.network,
     subnet: model.libvirt.subnet,
@@ -206,15 +229,19 @@ function deliverManagementClusterDns(
  * Step 4: RKE2 on the management cluster's nodes, servers one at a time and then the agents
  * (Rke2Cluster orders them). Every node waits for its preparation and the ports preflight, the
  * first server also for `beforeFirstStart`. Returns what a client of the cluster waits for: the
- * last server's join gate (nothing when the stack does not run RKE2 there), and the nodes that
- * still owe a restart.
+ * last server's join gate (nothing when the stack does not run RKE2 there), the nodes that
+ * still owe a restart, and the cluster's outputs.
  */
 function joinManagementCluster(
   model: EnvironmentModel,
   secrets: StepSecrets,
   prepared: PreparedNodes,
   beforeFirstStart: readonly pulumi.Resource[],
-): { ready: pulumi.Resource[]; nodesPendingRestart: pulumi.Output<string[]> } {
+): {
+  ready: pulumi.Resource[];
+  nodesPendingRestart: pulumi.Output<string[]>;
+  cluster?: ManagementClusterOutputs;
+} {
   const servers = serversOf(model);
   const [firstServer] = servers;
   if (!model.deploy.rke2Servers || !firstServer)
@@ -243,7 +270,17 @@ function joinManagementCluster(
     serverJoin: model.management.serverJoin,
     prerequisites,
   });
-  return { ready: management.gates.slice(-1), nodesPendingRestart: management.nodesPendingRestart };
+  return {
+    ready: management.gates.slice(-1),
+    nodesPendingRestart: management.nodesPendingRestart,
+    cluster: {
+      name: model.management.name,
+      version: management.version,
+      servers: management.servers,
+      agents: management.agents,
+      registrationUrl: management.registrationUrl,
+    },
+  };
 }
 
 /**
@@ -264,9 +301,10 @@ function deployDownstreamClusters(
   };
   const rancher = model.rancher;
   if (!rancher || !(model.deploy.clusterDns || model.deploy.rancherClusters)) return outputs;
-  const provider = model.deploy.rancherClusters
+  const registrar = model.deploy.rancherClusters ? rancherEndpoint(rancher) : undefined;
+  const provider = registrar
     ? new rancher2.Provider("rancher", {
-        apiUrl: rancher.url,
+        apiUrl: registrar.url,
         tokenKey: secrets.rancherToken,
         caCerts: rancher.caCertificate,
       })
@@ -278,7 +316,7 @@ function deployDownstreamClusters(
       delivery: { kind: "rancherChartValues" },
     });
     outputs.downstreamChartValues[cluster.name] = dns.chartValues;
-    if (!provider) continue;
+    if (!provider || !registrar) continue;
     const nodes = nodesOfCluster(model, cluster.name);
     const kubeletArgs = dnsKubeletArgs(model.dns, cluster);
     // Pods' nameserver is the kubelet's cluster-dns: the node-local cache's address when set.
@@ -291,8 +329,8 @@ function deployDownstreamClusters(
       chartValues: dns.chartValues,
       kubeletArgs,
       caCertificate: rancher.caCertificate,
-      rancherHost: rancher.hostname,
-      rancherUrl: rancher.url,
+      rancherHost: registrar.hostname,
+      rancherUrl: registrar.url,
       apiToken: secrets.rancherToken,
       podNameserver,
       provider,
@@ -309,4 +347,13 @@ function deployDownstreamClusters(
     };
   }
   return outputs;
+}
+
+/** Rancher's URL and host, which validation requires where the stack registers clusters. */
+function rancherEndpoint(rancher: RancherSettings): { url: string; hostname: string } {
+  const { url, hostname } = rancher;
+  if (url === undefined || hostname === undefined) {
+    throw new Error("deploy.rancherClusters is on, but the model has no rancher.url");
+  }
+  return { url, hostname };
 }

@@ -29,6 +29,7 @@ import {
   registrationPlanDocument,
 } from "../components/rancher-cluster/registration";
 import { renderRkeConfigText } from "../components/rancher-cluster/rke-config";
+import { restartPlan, RestartPlan } from "../components/rke2-cluster/restart-plan";
 import {
   ClusterSettings,
   DownstreamClusterSpec,
@@ -66,19 +67,86 @@ export interface Artifact {
   readonly mode?: number;
 }
 
+/** Where the restart plan is written below the output directory. */
+export const RESTART_PLAN_PATH = "rke2/restart-plan.json";
+
 /** Stands where a secret goes; `render` output is for review and never holds secrets. */
 export const REDACTED = "<redacted: Pulumi secret>";
 
-export function renderArtifacts(model: EnvironmentModel): Artifact[] {
-  const artifacts: Artifact[] = [];
-  const { libvirt } = model;
-  artifacts.push({
-    kind: "libvirt-dns-host-xml",
-    target: `${libvirt.ssh.host} network ${libvirt.network}`,
-    path: "libvirt/dns-hosts.xml",
-    content: dnsHostRecords(libvirt.dnsRecords).map(renderDnsHostXml).join("\n") + "\n",
-  });
+/**
+ * Every artifact of the parts the stack's `deploy` selection turns on, as the program would put
+ * them in place: a part turned off renders nothing, as it declares nothing. The RKE2 restart
+ * plan, last, compares the management nodes' configs with `previousRestartPlan`, the plan an
+ * earlier render wrote, when there is one.
+ */
+export function renderArtifacts(
+  model: EnvironmentModel,
+  previousRestartPlan?: RestartPlan,
+): Artifact[] {
+  const { deploy } = model;
+  const rke2Configs = deploy.rke2Servers ? rke2ConfigArtifacts(model) : [];
+  return [
+    ...(deploy.libvirtDnsRecords ? libvirtArtifacts(model) : []),
+    ...(deploy.nodePreparation ? nodePreparationArtifacts(model) : []),
+    ...rke2Configs,
+    ...(deploy.clusterDns ? clusterDnsArtifacts(model, model.management) : []),
+    // The downstream clusters' DNS fix, computed where the program computes their chartValues.
+    ...(deploy.clusterDns || deploy.rancherClusters
+      ? (model.rancher?.downstreamClusters ?? []).flatMap((c) => clusterDnsArtifacts(model, c))
+      : []),
+    ...(deploy.rancherClusters
+      ? (model.rancher?.downstreamClusters ?? []).flatMap((c) => [
+          ...rkeConfigArtifacts(model, c),
+          registrationPlanArtifact(model, c),
+        ])
+      : []),
+    ...restartPlanArtifacts(model, rke2Configs, previousRestartPlan),
+  ];
+}
 
+/** Which management nodes a change of their configs restarts, in order; none without configs. */
+function restartPlanArtifacts(
+  model: EnvironmentModel,
+  rke2Configs: readonly Artifact[],
+  previous: RestartPlan | undefined,
+): Artifact[] {
+  if (rke2Configs.length === 0) return [];
+  const plan = restartPlan(
+    model.management.name,
+    model.management.version,
+    rke2Configs.map((a) => ({
+      node: a.target,
+      role: a.kind === "rke2-server-config" ? "server" : "agent",
+      config: a.content,
+    })),
+    previous,
+  );
+  return [
+    {
+      kind: "rke2-restart-plan",
+      target: model.management.name,
+      cluster: model.management.name,
+      path: RESTART_PLAN_PATH,
+      content: JSON.stringify(plan, null, 2) + "\n",
+    },
+  ];
+}
+
+function libvirtArtifacts(model: EnvironmentModel): Artifact[] {
+  const { libvirt } = model;
+  const host = libvirt.ssh?.host ?? "the KVM host";
+  return [
+    {
+      kind: "libvirt-dns-host-xml",
+      target: `${host} network ${libvirt.network}`,
+      path: "libvirt/dns-hosts.xml",
+      content: dnsHostRecords(libvirt.dnsRecords).map(renderDnsHostXml).join("\n") + "\n",
+    },
+  ];
+}
+
+function nodePreparationArtifacts(model: EnvironmentModel): Artifact[] {
+  const artifacts: Artifact[] = [];
   const prepareScript = componentFile(
     path.join(__dirname, "..", "components", "node-preparation"),
     "prepare-node.sh",
@@ -97,7 +165,12 @@ export function renderArtifacts(model: EnvironmentModel): Artifact[] {
       mode: 0o755,
     });
   }
+  return artifacts;
+}
 
+/** The management nodes' config.yaml; `render` adds the restart plan they give. */
+function rke2ConfigArtifacts(model: EnvironmentModel): Artifact[] {
+  const artifacts: Artifact[] = [];
   const servers = serversOf(model);
   const kubeletArgs = dnsKubeletArgs(model.dns, model.management);
   servers.forEach((node, i) => {
@@ -136,18 +209,6 @@ export function renderArtifacts(model: EnvironmentModel): Artifact[] {
         mode: 0o600,
       });
     }
-  }
-
-  const clusters: ClusterSettings[] = [
-    model.management,
-    ...(model.rancher?.downstreamClusters ?? []),
-  ];
-  for (const cluster of clusters) {
-    artifacts.push(...clusterDnsArtifacts(model, cluster));
-  }
-  for (const cluster of model.rancher?.downstreamClusters ?? []) {
-    artifacts.push(...rkeConfigArtifacts(model, cluster));
-    artifacts.push(registrationPlanArtifact(model, cluster));
   }
   return artifacts;
 }

@@ -35,6 +35,10 @@ export interface NodeSpec {
   readonly ip: string;
   /** "management" or the name of a downstream cluster. */
   readonly cluster: string;
+  /**
+   * Empty only where no part of the stack's selection needs them: a management node's roles
+   * where RKE2 and the DNS fix are off, a downstream node's where Rancher registers none.
+   */
   readonly roles: readonly NodeRole[];
   readonly ssh: SshEndpoint;
   /** This node's own pass-through settings (`nodes[i].extraConfig`), applied last. */
@@ -50,7 +54,11 @@ export interface EtcdSnapshotSettings {
 /** Settings shared by the management cluster and downstream clusters. */
 export interface ClusterSettings {
   readonly name: string;
-  /** RKE2 release, e.g. v1.35.6+rke2r1. */
+  /**
+   * RKE2 release, e.g. v1.35.6+rke2r1. Empty where nothing of the stack installs RKE2 or renders
+   * the cluster's DNS: a cluster without nodes, or with `deploy.rke2Servers` and `clusterDns`
+   * (downstream: `clusterDns` and `rancherClusters`) off.
+   */
   readonly version: string;
   readonly cni: Cni;
   readonly clusterCidr: string;
@@ -101,7 +109,11 @@ export interface ClusterSettings {
 }
 
 export interface LibvirtSettings {
-  readonly ssh: SshEndpoint;
+  /**
+   * The KVM host. Unset only where the stack does not manage the network's records
+   * (`deploy.libvirtDnsRecords` false) and does not describe the host.
+   */
+  readonly ssh?: SshEndpoint;
   readonly network: string;
   readonly subnet: string;
   /** hostname -> addresses, each a `<host>` record in the network's dnsmasq. */
@@ -116,9 +128,14 @@ export interface DownstreamClusterSpec extends ClusterSettings {
 }
 
 export interface RancherSettings {
-  /** https://<hostname> */
-  readonly url: string;
-  readonly hostname: string;
+  /**
+   * https://<hostname>. Unset only where the stack registers no cluster with Rancher
+   * (`deploy.rancherClusters` false) and does not name it; nothing then answers or protects
+   * Rancher's host by name.
+   */
+  readonly url?: string;
+  /** The host of `url`, in lowercase; set exactly when `url` is. */
+  readonly hostname?: string;
   /** PEM of the CA that signed Rancher's certificate (self-signed in the seeds). */
   readonly caCertificate?: string;
   readonly downstreamClusters: readonly DownstreamClusterSpec[];
@@ -135,7 +152,10 @@ export interface DnsSettings {
   /** Search domains inherited from nodes whose names must fail fast with NXDOMAIN ("local"). */
   readonly neutralizedSearchDomains: readonly string[];
   readonly nodeLocal: NodeLocalDnsSettings;
-  /** Resolvers the cluster DNS forwards to; each must answer HINFO probes (seed 004). */
+  /**
+   * Resolvers the cluster DNS forwards to; each must answer HINFO probes (seed 004). Empty only
+   * where no cluster DNS is rendered (`deploy.clusterDns` and `rancherClusters` off).
+   */
   readonly upstreamResolvers: readonly string[];
   /** Namespaces that get the DNS-egress NetworkPolicy, in stack order. */
   readonly policyNamespaces: readonly DnsPolicyNamespace[];
@@ -160,8 +180,9 @@ export interface NodePreparationSettings {
 
 /**
  * Which parts this stack converges (stack keys `deploy.*`, each true by default); a lab without
- * Kubernetes turns the cluster parts off. A part turned off declares nothing, and nothing waits
- * for it.
+ * Kubernetes turns the cluster parts off. A part turned off declares nothing, nothing waits for
+ * it, `render` writes none of its files, and the keys only it reads are not required (given, they
+ * are reported as unused; infra/config/deploy-parts.ts lists which part reads which key).
  */
 export interface DeploySelection {
   /** The libvirt DNS records on the KVM host. */

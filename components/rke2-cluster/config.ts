@@ -78,6 +78,11 @@ export function registrationAddressOf(cluster: ClusterSettings, firstServer: Nod
   return cluster.registrationAddress ?? firstServer.ip;
 }
 
+/** RKE2's supervisor URL at an address: config.yaml's `server`, where nodes register. */
+export function supervisorUrl(address: string): string {
+  return `https://${address}:9345`;
+}
+
 /** The registration address when the stack sets one and tls-san does not list it. */
 export function registrationAddressMissingFromTlsSan(cluster: ClusterSettings): string | undefined {
   const address = cluster.registrationAddress;
@@ -122,7 +127,7 @@ export function clusterWideRke2Settings(
 export function renderRke2ServerConfig(input: Rke2ServerConfigInput): string {
   const { cluster, node } = input;
   const config: Record<string, unknown> = {};
-  if (input.joinAddress !== undefined) config.server = `https://${input.joinAddress}:9345`;
+  if (input.joinAddress !== undefined) config.server = supervisorUrl(input.joinAddress);
   config.token = input.token;
   config["node-name"] = node.name;
   config["node-ip"] = node.ip;
@@ -159,7 +164,7 @@ export interface Rke2AgentConfigInput {
  */
 export function renderRke2AgentConfig(input: Rke2AgentConfigInput): string {
   const config: Record<string, unknown> = {
-    server: `https://${input.serverAddress}:9345`,
+    server: supervisorUrl(input.serverAddress),
     token: input.token,
     "node-name": input.node.name,
     "node-ip": input.node.ip,

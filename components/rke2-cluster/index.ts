@@ -25,6 +25,7 @@ import {
   registrationAddressOf,
   renderRke2AgentConfig,
   renderRke2ServerConfig,
+  supervisorUrl,
 } from "./config";
 import { joinGateProvider, NodeStartInputs, nodeStartProvider, ServerRef } from "./provider";
 
@@ -62,9 +63,25 @@ export interface Rke2ClusterArgs {
   readonly prerequisites: ReadonlyMap<string, pulumi.Resource[]>;
 }
 
+/** A node of the cluster, as the cluster's outputs list it. */
+export interface Rke2ClusterNode {
+  readonly name: string;
+  readonly ip: string;
+}
+
 export class Rke2Cluster extends pulumi.ComponentResource {
   /** Join gates in server order; the last one is when the control plane is complete. */
   public readonly gates: pulumi.Resource[] = [];
+  /** The RKE2 release every node runs once converged. */
+  public readonly version: pulumi.Output<string>;
+  /** The servers in join order: the first one started the cluster, each later one joined it. */
+  public readonly servers: pulumi.Output<Rke2ClusterNode[]>;
+  public readonly agents: pulumi.Output<Rke2ClusterNode[]>;
+  /**
+   * Where joining servers and agents register, `https://<address>:9345`: the cluster's fixed
+   * registration address, or the first server's IP.
+   */
+  public readonly registrationUrl: pulumi.Output<string>;
   /**
    * Nodes whose host runs another release or another value of a managed config.yaml key than
    * the stack's, or still owes a restart a failed step left: the next pulumi up restarts them,
@@ -186,7 +203,18 @@ export class Rke2Cluster extends pulumi.ComponentResource {
         });
       nodeStart(node, "agent", render, after);
     }
+    const listed = (node: NodeSpec): Rke2ClusterNode => ({ name: node.name, ip: node.ip });
+    this.version = pulumi.output(cluster.version);
+    this.servers = pulumi.output(servers.map(listed));
+    this.agents = pulumi.output(args.agents.map(listed));
+    this.registrationUrl = pulumi.output(supervisorUrl(registrationAddressOf(cluster, first)));
     this.nodesPendingRestart = pulumi.all(pending).apply((lists) => lists.flat());
-    this.registerOutputs({ nodesPendingRestart: this.nodesPendingRestart });
+    this.registerOutputs({
+      version: this.version,
+      servers: this.servers,
+      agents: this.agents,
+      registrationUrl: this.registrationUrl,
+      nodesPendingRestart: this.nodesPendingRestart,
+    });
   }
 }

@@ -1,14 +1,15 @@
 /**
  * `npm run render -- --stack <name> --out <dir>`: writes every artifact the stack would put on
- * hosts and clusters, plus <dir>/index.json listing them. No Pulumi CLI, no network.
+ * hosts and clusters, of the parts its `deploy` selection turns on, plus <dir>/index.json listing
+ * them. No Pulumi CLI, no network.
  */
 import * as fs from "fs";
 import * as path from "path";
 import { ConfigValidationError } from "../config/problems";
 import { rawConfigFromStackFile, stackFilePath } from "../config/stack-file";
 import { loadEnvironmentModel } from "../config/validate";
-import { renderArtifacts } from "../render";
-import { restartPlan, RestartPlan } from "../../components/rke2-cluster/restart-plan";
+import { renderArtifacts, RESTART_PLAN_PATH } from "../render";
+import { RestartPlan } from "../../components/rke2-cluster/restart-plan";
 import { CommandSpec, parseCommandLine, usageOf } from "./args";
 
 const RENDER: CommandSpec = {
@@ -40,34 +41,12 @@ function main(argv: readonly string[]): number {
       requireSecrets: false,
     },
   );
-  const artifacts = renderArtifacts(model);
-  // Compared with the plan an earlier render left in the same directory, if any.
-  const planFile = path.join(out, "rke2", "restart-plan.json");
+  // The restart plan compares with the plan an earlier render left in the same directory.
+  const planFile = path.join(out, RESTART_PLAN_PATH);
   const previous = fs.existsSync(planFile)
     ? (JSON.parse(fs.readFileSync(planFile, "utf8")) as RestartPlan)
     : undefined;
-  const rke2Configs = artifacts.filter(
-    (a) => a.kind === "rke2-server-config" || a.kind === "rke2-agent-config",
-  );
-  if (rke2Configs.length > 0) {
-    const plan = restartPlan(
-      model.management.name,
-      model.management.version,
-      rke2Configs.map((a) => ({
-        node: a.target,
-        role: a.kind === "rke2-server-config" ? "server" : "agent",
-        config: a.content,
-      })),
-      previous,
-    );
-    artifacts.push({
-      kind: "rke2-restart-plan",
-      target: model.management.name,
-      cluster: model.management.name,
-      path: "rke2/restart-plan.json",
-      content: JSON.stringify(plan, null, 2) + "\n",
-    });
-  }
+  const artifacts = renderArtifacts(model, previous);
   for (const artifact of artifacts) {
     const file = path.join(out, artifact.path);
     fs.mkdirSync(path.dirname(file), { recursive: true });

@@ -33,7 +33,10 @@ const VERIFY: CommandSpec = {
 interface Report {
   stack: string;
   configProblems: { key: string; message: string }[];
-  /** What `up` checks on the live estate, and fixes that would be lost: they fail nothing. */
+  /**
+   * Keys the deploy selection leaves unused, what `up` checks on the live estate, and fixes
+   * that would be lost: they fail nothing.
+   */
   configWarnings: { key: string; message: string }[];
   violations: Violation[];
   resources: number;
@@ -60,17 +63,12 @@ async function main(argv: readonly string[]): Promise<number> {
       )
     : {};
   const json = flags.has("json");
-  const { model, problems } = validateEnvironment(
-    stack,
-    rawConfigFromStackFile(flags.get("file") ?? stackFilePath(stack)),
-    {
-      requireSecrets: false,
-    },
-  );
+  const raw = rawConfigFromStackFile(flags.get("file") ?? stackFilePath(stack));
+  const { model, problems } = validateEnvironment(stack, raw, { requireSecrets: false });
   const report: Report = {
     stack,
     configProblems: problems,
-    configWarnings: model ? configWarnings(model) : [],
+    configWarnings: model ? configWarnings(model, raw) : [],
     violations: [],
     resources: 0,
   };

@@ -30,6 +30,7 @@ import {
   inZone,
 } from "../../components/model";
 import { ConfigProblem, ConfigValidationError } from "./problems";
+import { DeployPart, keyIsRead, unusedKeys } from "./deploy-parts";
 import { closest, ConfigReader, editDistance } from "./reader";
 import {
   knownMinorLines,
@@ -176,7 +177,10 @@ export function validateEnvironment(
   checkNamespaces(r, raw);
   checkKnownKeys(r, raw);
 
-  const libvirt = readLibvirt(r, v.libvirt);
+  // What the stack deploys decides which keys it must give (deploy-parts.ts).
+  const deploy = readDeploy(r, v.deploy);
+  const reads = (key: string) => keyIsRead(deploy, key);
+  const libvirt = readLibvirt(r, v.libvirt, reads("libvirt.ssh"));
   // A stack of downstream clusters only (no node in the management cluster) needs no `rke2`.
   const listsManagementNodes =
     !Array.isArray(v.nodes) ||
@@ -190,19 +194,19 @@ export function validateEnvironment(
     "rke2",
     MANAGEMENT_CLUSTER,
     { clusterCidr: "10.42.0.0/16", serviceCidr: "10.43.0.0/16" },
-    listsManagementNodes,
+    listsManagementNodes && reads("rke2.version"),
   );
-  const rancher = readRancher(r, v.rancher);
+  const rancher = readRancher(r, v.rancher, deploy);
   const clusters: ClusterSettings[] = [management, ...(rancher?.downstreamClusters ?? [])];
-  const nodes = readNodes(r, v.nodes, clusters);
-  const dns = readDns(r, v.dns);
+  const nodes = readNodes(r, v.nodes, clusters, deploy);
+  const dns = readDns(r, v.dns, reads("dns.upstreamResolvers"));
   const nodePreparation = readNodePreparation(r, v.nodePreparation);
-  const deploy = readDeploy(r, v.deploy);
 
   checkNetworks(r, libvirt, clusters);
-  checkServers(r, nodes, Array.isArray(v.nodes) && nodes.length === v.nodes.length);
+  checkServers(r, nodes, Array.isArray(v.nodes) && nodes.length === v.nodes.length, deploy);
   checkRegistrationAddress(r, management, nodes);
-  checkDownstreamMembership(r, nodes, rancher);
+  // Rancher registers the nodes: only then must each cluster have every role and a CA to pin.
+  if (deploy.rancherClusters) checkDownstreamMembership(r, nodes, rancher);
   checkDnsAgainstNetworks(r, dns, libvirt, clusters, nodes);
   checkDnsAgainstReleases(r, dns, clusters);
   const rancherAnswer = checkRancherStaticHosts(
@@ -213,7 +217,7 @@ export function validateEnvironment(
     nodes,
     Array.isArray(v.nodes) && nodes.length === v.nodes.length,
   );
-  checkSecrets(r, raw, options, nodes, rancher, management);
+  checkSecrets(r, raw, options, { deploy, nodes, rancher, management });
   checkEstateMistakes(r, { raw, libvirt, clusters, nodes, dns, rancher });
   checkNeutralizedDomainsSpareRancher(r, dns, rancher);
 
@@ -291,24 +295,29 @@ function readHostname(r: ConfigReader, value: unknown, path: string): string | u
   return s.toLowerCase();
 }
 
+/**
+ * An SSH endpoint. Not `required` (no part of the stack's selection connects there), a missing
+ * host or host key is no problem and gives no endpoint; values given are still checked.
+ */
 function readSsh(
   r: ConfigReader,
   value: unknown,
   path: string,
   defaultHost: string | undefined,
   who: string,
+  required = true,
 ): SshEndpoint | undefined {
   const o = r.object(value, path) ?? {};
   const host = o.host === undefined ? defaultHost : r.string(o.host, `${path}.host`);
   const port = r.integer(o.port, `${path}.port`, 22, 1, 65535);
   const user = r.string(o.user, `${path}.user`) ?? "root";
   const hostKey = r.string(o.hostKey, `${path}.hostKey`);
-  if (host === undefined) {
+  if (host === undefined && required) {
     r.problem(`${path}.host`, `is missing; set the SSH address of ${who}.`);
   }
   if (host === "") return undefined;
   if (hostKey === undefined) {
-    if (o.hostKey === undefined) {
+    if (o.hostKey === undefined && required) {
       r.problem(
         `${path}.hostKey`,
         `${who} has no pinned host key; SSH refuses unverified hosts. Read the key on the host ` +
@@ -326,14 +335,28 @@ function readSsh(
   return { host, port, user, hostKey };
 }
 
-function readLibvirt(r: ConfigReader, value: unknown): LibvirtSettings | undefined {
-  const o = r.requiredObject(
-    value,
-    "libvirt",
-    "describe the KVM host (ssh, network, subnet) whose libvirt network serves the nodes.",
-  );
+/**
+ * `libvirt`: the node network, and the KVM host whose network's records the stack manages. The
+ * host (`libvirt.ssh`) is required only while the stack manages those records; without it the
+ * section may be left out, and the node network is libvirt's default.
+ */
+function readLibvirt(
+  r: ConfigReader,
+  value: unknown,
+  hostRequired: boolean,
+): LibvirtSettings | undefined {
+  const o = hostRequired
+    ? r.requiredObject(
+        value,
+        "libvirt",
+        "describe the KVM host (ssh, network, subnet) whose libvirt network serves the nodes.",
+      )
+    : (r.object(value, "libvirt") ?? {});
   if (!o) return undefined;
-  const ssh = readSsh(r, o.ssh, "libvirt.ssh", undefined, "the libvirt host");
+  const ssh =
+    o.ssh === undefined && !hostRequired
+      ? undefined
+      : readSsh(r, o.ssh, "libvirt.ssh", undefined, "the libvirt host", hostRequired);
   const network = r.string(o.network, "libvirt.network") ?? "default";
   // The name reaches `virsh net-update <network>` as an argument: one starting with "-" would be
   // read as an option.
@@ -360,8 +383,8 @@ function readLibvirt(r: ConfigReader, value: unknown): LibvirtSettings | undefin
   }
   const dhcpDomain =
     o.dhcpDomain === undefined ? undefined : readHostname(r, o.dhcpDomain, "libvirt.dhcpDomain");
-  if (!ssh || !subnet) return undefined;
-  return { ssh, network, subnet: subnet.text, dnsRecords: records, dhcpDomain };
+  if ((hostRequired && !ssh) || !subnet) return undefined;
+  return { ...(ssh ? { ssh } : {}), network, subnet: subnet.text, dnsRecords: records, dhcpDomain };
 }
 
 function readClusterSettings(
@@ -506,14 +529,21 @@ function readRegistrationAddress(
   return s.toLowerCase();
 }
 
-function readRancher(r: ConfigReader, value: unknown): RancherSettings | undefined {
+/**
+ * `rancher`. The URL is required only where the stack registers clusters with Rancher
+ * (`deploy.rancherClusters`); without it, nothing in the estate answers or protects Rancher's
+ * host by name. A downstream cluster's release is required where its DNS fix is computed.
+ */
+function readRancher(
+  r: ConfigReader,
+  value: unknown,
+  deploy: DeploySelection,
+): RancherSettings | undefined {
   const o = r.object(value, "rancher");
   if (!o) return undefined;
-  const url = r.requiredString(
-    o.url,
-    "rancher.url",
-    "set Rancher's server URL, e.g. https://ai-ear.cn.",
-  );
+  const url = deploy.rancherClusters
+    ? r.requiredString(o.url, "rancher.url", "set Rancher's server URL, e.g. https://ai-ear.cn.")
+    : r.string(o.url, "rancher.url");
   let hostname: string | undefined;
   if (url !== undefined) {
     const m = /^https:\/\/([^/:]+)(:\d+)?\/?$/.exec(url);
@@ -563,10 +593,14 @@ function readRancher(r: ConfigReader, value: unknown): RancherSettings | undefin
     if (seen.has(name))
       r.problem(`${path}.name`, `"${name}" is declared twice; cluster names must be unique.`);
     seen.add(name);
-    const settings = readClusterSettings(r, c, path, name, {
-      clusterCidr: "10.42.0.0/16",
-      serviceCidr: "10.43.0.0/16",
-    });
+    const settings = readClusterSettings(
+      r,
+      c,
+      path,
+      name,
+      { clusterCidr: "10.42.0.0/16", serviceCidr: "10.43.0.0/16" },
+      keyIsRead(deploy, `${path}.version`),
+    );
     downstreamClusters.push({
       ...settings,
       insecureRegistration: r.boolean(
@@ -576,7 +610,13 @@ function readRancher(r: ConfigReader, value: unknown): RancherSettings | undefin
       ),
     });
   });
-  if (url === undefined || hostname === undefined) return undefined;
+  if (url === undefined) {
+    // Given and malformed, it is reported above; absent, it is reported when required.
+    return o.url === undefined && !deploy.rancherClusters
+      ? { caCertificate, downstreamClusters }
+      : undefined;
+  }
+  if (hostname === undefined) return undefined;
   return { url, hostname, caCertificate, downstreamClusters };
 }
 
@@ -632,10 +672,21 @@ function readPassThrough(
   return settings;
 }
 
-function readNodes(r: ConfigReader, value: unknown, clusters: ClusterSettings[]): NodeSpec[] {
+/**
+ * `nodes`: required, each with its SSH host key, while a part of the stack's selection works on
+ * nodes; a node's roles, while a part needs them (`rolesRequired`).
+ */
+function readNodes(
+  r: ConfigReader,
+  value: unknown,
+  clusters: ClusterSettings[],
+  deploy: DeploySelection,
+): NodeSpec[] {
+  const required = keyIsRead(deploy, "nodes");
   const list = r.array(value, "nodes");
   if (!list || list.length === 0) {
-    r.problem("nodes", "lists no nodes; add the RKE2 servers (role: server) at least.");
+    if (required)
+      r.problem("nodes", "lists no nodes; add the RKE2 servers (role: server) at least.");
     return [];
   }
   const clusterNames = clusters.map((c) => c.name);
@@ -680,10 +731,10 @@ function readNodes(r: ConfigReader, value: unknown, clusters: ClusterSettings[])
         `"${cluster}" is not a known cluster; use "${MANAGEMENT_CLUSTER}" or a name from rancher.downstreamClusters.`,
       );
     }
-    const roles = readRoles(r, o, path, cluster);
+    const roles = readRoles(r, o, path, cluster, rolesRequired(deploy, cluster));
     // An invalid ip is reported above; do not also report the SSH host it would have given.
     const sshDefault = ip ?? (o.ip === undefined ? undefined : "");
-    const ssh = readSsh(r, o.ssh, `${path}.ssh`, sshDefault, `node ${name ?? path}`);
+    const ssh = readSsh(r, o.ssh, `${path}.ssh`, sshDefault, `node ${name ?? path}`, required);
     const extraConfig = readPassThrough(r, o.extraConfig, `${path}.extraConfig`);
     if (name && ip && ssh && roles)
       nodes.push({ name, ip, cluster, roles, ssh, ...(extraConfig ? { extraConfig } : {}) });
@@ -691,14 +742,27 @@ function readNodes(r: ConfigReader, value: unknown, clusters: ClusterSettings[])
   return nodes;
 }
 
+/**
+ * Whether a node's roles must be given: a management node's where RKE2 starts the servers or
+ * the DNS fix goes to the first one, a downstream node's where Rancher registers it. (Node
+ * preparation reads management roles where given, for the ports check between servers.)
+ */
+function rolesRequired(deploy: DeploySelection, cluster: string): boolean {
+  return cluster === MANAGEMENT_CLUSTER
+    ? deploy.rke2Servers || deploy.clusterDns
+    : deploy.rancherClusters;
+}
+
 function readRoles(
   r: ConfigReader,
   o: Record<string, unknown>,
   path: string,
   cluster: string,
+  required: boolean,
 ): NodeRole[] | undefined {
   const rawRoles = o.roles ?? (o.role === undefined ? undefined : [o.role]);
   const rolesPath = o.roles !== undefined ? `${path}.roles` : `${path}.role`;
+  if (rawRoles === undefined && !required) return [];
   const list = r.stringList(rawRoles, rolesPath);
   if (!list || list.length === 0) {
     r.problem(
@@ -734,7 +798,8 @@ function readRoles(
   return roles;
 }
 
-function readDns(r: ConfigReader, value: unknown): DnsSettings {
+/** `dns`; the upstream resolvers are required where a cluster DNS is rendered. */
+function readDns(r: ConfigReader, value: unknown, upstreamsRequired: boolean): DnsSettings {
   const o = r.object(value, "dns") ?? {};
   const staticHosts: Record<string, string[]> = {};
   for (const [name, ips] of Object.entries(r.object(o.staticHosts, "dns.staticHosts") ?? {})) {
@@ -758,7 +823,7 @@ function readDns(r: ConfigReader, value: unknown): DnsSettings {
     ip: readIp(r, nl.ip ?? "169.254.20.10", "dns.nodeLocal.ip") ?? "169.254.20.10",
   };
   const upstreamList = r.array(o.upstreamResolvers, "dns.upstreamResolvers");
-  if (!upstreamList || upstreamList.length === 0) {
+  if (upstreamsRequired && (!upstreamList || upstreamList.length === 0)) {
     r.problem(
       "dns.upstreamResolvers",
       "lists no resolver; give the addresses the cluster DNS forwards to (at least two).",
@@ -892,13 +957,22 @@ function checkNetworks(
   });
 }
 
-function checkServers(r: ConfigReader, nodes: NodeSpec[], allNodesRead: boolean): void {
+function checkServers(
+  r: ConfigReader,
+  nodes: NodeSpec[],
+  allNodesRead: boolean,
+  deploy: DeploySelection,
+): void {
   // Counting is only meaningful when every entry was read; a broken entry is reported on its own.
   if (!allNodesRead) return;
   const servers = nodes.filter(
     (n) => n.cluster === MANAGEMENT_CLUSTER && n.roles.includes("server"),
   );
-  if (servers.length === 0 && nodes.some((n) => n.cluster === MANAGEMENT_CLUSTER)) {
+  if (
+    servers.length === 0 &&
+    rolesRequired(deploy, MANAGEMENT_CLUSTER) &&
+    nodes.some((n) => n.cluster === MANAGEMENT_CLUSTER)
+  ) {
     r.problem(
       "nodes",
       'has no node with role "server" in the management cluster; RKE2 needs at least one.',
@@ -1035,14 +1109,20 @@ function checkSecrets(
   r: ConfigReader,
   raw: RawStackConfig,
   options: ValidationOptions,
-  nodes: NodeSpec[],
-  rancher: RancherSettings | undefined,
-  management: ClusterSettings,
+  estate: {
+    readonly deploy: DeploySelection;
+    readonly nodes: readonly NodeSpec[];
+    readonly rancher: RancherSettings | undefined;
+    readonly management: ClusterSettings;
+  },
 ): void {
+  const { nodes, rancher, management } = estate;
   const needed = new Set<string>(["sshPrivateKey"]);
   if (nodes.some((n) => n.roles.includes("server"))) needed.add("rke2Token");
   if (rancher && rancher.downstreamClusters.length > 0) needed.add("rancherToken");
   if (management.dnsDelivery === "helmChartConfig") needed.add("kubeconfig");
+  // Only a part of the selection that is on uses a secret (deploy-parts.ts).
+  for (const key of needed) if (!keyIsRead(estate.deploy, key)) needed.delete(key);
   for (const key of SECRET_KEYS) {
     const present = raw.values[key] !== undefined || raw.secretKeys.has(key);
     if (present && !raw.secretKeys.has(key)) {
@@ -1252,8 +1332,8 @@ function checkRancherStaticHosts(
   allNodesRead: boolean,
 ): Record<string, string[]> | undefined {
   // Comparing with the servers is only meaningful when every node entry was read.
-  if (!rancher || !allNodesRead) return undefined;
-  const host = rancher.hostname;
+  const host = rancher?.hostname;
+  if (host === undefined || !allNodesRead) return undefined;
   const answered = dns.staticHosts[host];
   const staticKey = `dns.staticHosts["${host}"]`;
   const same = (a: readonly string[], b: readonly string[]) =>
@@ -1411,7 +1491,7 @@ function addressNoNodeCanHave(
   if (ip === gateway) {
     return `${ip} is the libvirt network's gateway, the KVM host's own address on it (libvirt.gateway)`;
   }
-  if (facts.libvirt && ip === facts.libvirt.ssh.host) {
+  if (ip === facts.libvirt?.ssh?.host) {
     return `${ip} is the KVM host's own address (libvirt.ssh.host)`;
   }
   for (const [i, c] of facts.clusters.entries()) {
@@ -1534,12 +1614,13 @@ function checkNeutralizedDomainsSpareRancher(
   dns: DnsSettings,
   rancher: RancherSettings | undefined,
 ): void {
-  if (!rancher) return;
+  const host = rancher?.hostname;
+  if (host === undefined) return;
   dns.neutralizedSearchDomains.forEach((domain, i) => {
-    if (!inZone(rancher.hostname, domain)) return;
+    if (!inZone(host, domain)) return;
     r.problem(
       `dns.neutralizedSearchDomains[${i}]`,
-      `"${domain}" contains Rancher's host ${rancher.hostname} (${r.key("rancher.url")}); the cluster ` +
+      `"${domain}" contains Rancher's host ${host} (${r.key("rancher.url")}); the cluster ` +
         `DNS would answer NXDOMAIN for it and the cluster agents would never reach Rancher (seed 000). ` +
         "Neutralise only the search domain the nodes hand to pods (their DHCP domain, `local` in the seeds).",
     );
@@ -1718,7 +1799,8 @@ function checkEmptyAddressLists(r: ConfigReader, values: RawStackConfig["values"
 function checkSshEndpoints(r: ConfigReader, facts: EstateFacts): void {
   const endpoint = (ssh: SshEndpoint) => `${ssh.host.toLowerCase()}:${ssh.port}`;
   const seen = new Map<string, string>();
-  if (facts.libvirt) seen.set(endpoint(facts.libvirt.ssh), "libvirt.ssh (the KVM host)");
+  const kvmHost = facts.libvirt?.ssh;
+  if (kvmHost) seen.set(endpoint(kvmHost), "libvirt.ssh (the KVM host)");
   for (const node of facts.nodes) {
     const index = nodeIndex(facts.raw.values, node);
     const key = endpoint(node.ssh);
@@ -1736,10 +1818,10 @@ function checkSshEndpoints(r: ConfigReader, facts: EstateFacts): void {
       );
     }
   }
-  if (facts.libvirt && !isIpv4(facts.libvirt.ssh.host) && !isHostname(facts.libvirt.ssh.host)) {
+  if (kvmHost && !isIpv4(kvmHost.host) && !isHostname(kvmHost.host)) {
     r.problem(
       "libvirt.ssh.host",
-      `"${facts.libvirt.ssh.host}" is neither an IPv4 address nor a DNS name; set the KVM host's SSH address, e.g. 192.168.122.1.`,
+      `"${kvmHost.host}" is neither an IPv4 address nor a DNS name; set the KVM host's SSH address, e.g. 192.168.122.1.`,
     );
   }
 }
@@ -1834,36 +1916,61 @@ function checkPlainSecrets(r: ConfigReader, raw: RawStackConfig): void {
 }
 
 /**
- * Warnings about a valid stack: what `up` will check on the live estate, and a fix that would
- * be lost without a word. `verify` prints them and the program logs them; none stops a run.
+ * Warnings about a valid stack: keys that its `deploy` selection leaves unused, what `up` will
+ * check on the live estate, and a fix that would be lost without a word. `verify` prints them
+ * and the program logs them; none stops a run. `raw` is the config the model was read from.
  */
-export function configWarnings(model: EnvironmentModel): ConfigProblem[] {
+export function configWarnings(model: EnvironmentModel, raw: RawStackConfig): ConfigProblem[] {
   const r = new ConfigReader(CONFIG_NAMESPACE);
-  model.dns.policyNamespaces.forEach((entry, i) => {
-    const owner = systemNamespaceOwner(entry.name);
-    if (!owner) return;
-    r.problem(
-      `dns.policyNamespaces[${i}]`,
-      `${entry.name} is ${owner}'s own namespace and can never be isolated: allow-dns-egress goes in ` +
-        "there only where an egress policy of the namespace's own already selects every pod, which " +
-        "`up` reads from the cluster before creating it, and stops on otherwise (the policy alone " +
-        "would cut the namespace off from everything but DNS). Remove the entry unless that " +
-        "restriction exists.",
-    );
-  });
-  const rancher = model.rancher;
-  if (rancher && model.dns.staticHosts[rancher.hostname] === undefined) {
-    rancher.downstreamClusters.forEach((cluster, i) => {
+  for (const { path, parts } of unusedKeys(raw.values, raw.secretKeys, model.deploy)) {
+    r.problem(path, unusedKeyMessage(r, parts));
+  }
+  const { deploy } = model;
+  if (keyIsRead(deploy, "dns.policyNamespaces")) {
+    model.dns.policyNamespaces.forEach((entry, i) => {
+      const owner = systemNamespaceOwner(entry.name);
+      if (!owner) return;
+      r.problem(
+        `dns.policyNamespaces[${i}]`,
+        `${entry.name} is ${owner}'s own namespace and can never be isolated: allow-dns-egress goes in ` +
+          "there only where an egress policy of the namespace's own already selects every pod, which " +
+          "`up` reads from the cluster before creating it, and stops on otherwise (the policy alone " +
+          "would cut the namespace off from everything but DNS). Remove the entry unless that " +
+          "restriction exists.",
+      );
+    });
+  }
+  const host = model.rancher?.hostname;
+  // Only where the downstream clusters' DNS is rendered (deploy.clusterDns or rancherClusters).
+  if (
+    host !== undefined &&
+    keyIsRead(deploy, "dns.staticHosts") &&
+    model.dns.staticHosts[host] === undefined
+  ) {
+    model.rancher?.downstreamClusters.forEach((cluster, i) => {
       r.problem(
         `rancher.downstreamClusters[${i}]`,
         `cluster ${cluster.name}: its cluster DNS has no answer of its own for Rancher's host ` +
-          `${rancher.hostname}, so the cluster agent depends on the nodes' upstream resolvers to ` +
+          `${host}, so the cluster agent depends on the nodes' upstream resolvers to ` +
           "reach Rancher (seed 000). Give it one: " +
-          `${r.key(`dns.staticHosts["${rancher.hostname}"]`)}, ` +
-          `${r.key(`libvirt.dnsRecords["${rancher.hostname}"]`)}, or the management servers in ` +
+          `${r.key(`dns.staticHosts["${host}"]`)}, ` +
+          `${r.key(`libvirt.dnsRecords["${host}"]`)}, or the management servers in ` +
           `${r.key("nodes")} (role server).`,
       );
     });
   }
   return r.problems;
+}
+
+/** "is unused because deploy.x is false ...": a key that only parts turned off read. */
+function unusedKeyMessage(r: ConfigReader, parts: readonly DeployPart[]): string {
+  const switches = parts.map((p) => r.key(`deploy.${p}`));
+  const one = switches.length === 1;
+  const listed = one
+    ? `${switches[0]} is`
+    : `${switches.slice(0, -1).join(", ")} and ${switches[switches.length - 1]} are`;
+  return (
+    `is unused because ${listed} false, and only ${one ? "that part reads" : "those parts read"} ` +
+    `it: its value changes nothing. Remove it, or turn ${one ? "that part" : "one of them"} on.`
+  );
 }

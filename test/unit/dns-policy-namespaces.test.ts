@@ -13,7 +13,7 @@ import {
 import { factsFromScript } from "../../components/cluster-dns/egress-check-provider";
 import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/stack-file";
 import { configWarnings, validateEnvironment } from "../../infra/config/validate";
-import { labModel, labRawConfig, MutableRawConfig } from "../support/lab-stack";
+import { labRawConfig, MutableRawConfig } from "../support/lab-stack";
 import { labWith, problemsOf, setAt, stackKey } from "./fixtures";
 
 const NAMESPACES = ["dns", "policyNamespaces"];
@@ -25,13 +25,19 @@ function modelOf(raw: MutableRawConfig) {
   return model;
 }
 
-function uat1With(path: string[], value: unknown): MutableRawConfig {
+/** The warnings of a valid stack config, as `verify` prints them. */
+function warningsOf(raw: MutableRawConfig) {
+  return configWarnings(modelOf(raw), raw);
+}
+
+/** A fresh deep copy of the shipped uat1 stack's config. */
+function uat1Raw(): MutableRawConfig {
   const stack = rawConfigFromStackFile(stackFilePath("uat1"));
-  return setAt(
-    { values: structuredClone({ ...stack.values }), secretKeys: new Set(stack.secretKeys) },
-    path,
-    value,
-  );
+  return { values: structuredClone({ ...stack.values }), secretKeys: new Set(stack.secretKeys) };
+}
+
+function uat1With(path: string[], value: unknown): MutableRawConfig {
+  return setAt(uat1Raw(), path, value);
 }
 
 describe("dns.policyNamespaces", () => {
@@ -81,7 +87,7 @@ describe("dns.policyNamespaces", () => {
   });
 
   it("warns that a listed cattle-system gets the allowance only where up finds an egress restriction", () => {
-    const warnings = configWarnings(modelOf(labWith(NAMESPACES, ["default", "cattle-system"])));
+    const warnings = warningsOf(labWith(NAMESPACES, ["default", "cattle-system"]));
     assert.equal(warnings.length, 1, JSON.stringify(warnings));
     assert.equal(warnings[0].key, stackKey("dns.policyNamespaces[1]"));
     assert.match(warnings[0].message, /Rancher's own namespace and can never be isolated/);
@@ -89,8 +95,9 @@ describe("dns.policyNamespaces", () => {
   });
 
   it("gives the shipped stacks no warning", () => {
-    assert.deepEqual(configWarnings(labModel()), []);
-    assert.deepEqual(configWarnings(labModel(uat1With(["dns", "staticHosts"], {}))), []);
+    assert.deepEqual(warningsOf(labRawConfig()), []);
+    assert.deepEqual(warningsOf(uat1Raw()), []);
+    assert.deepEqual(warningsOf(uat1With(["dns", "staticHosts"], {})), []);
   });
 });
 
@@ -98,7 +105,7 @@ describe("the Rancher host's answer in downstream clusters' DNS", () => {
   it("warns when a downstream cluster's DNS has no answer for the Rancher host, naming cluster, host and keys", () => {
     let raw = uat1With(["dns", "staticHosts"], {});
     raw = setAt(raw, ["libvirt", "dnsRecords"], {});
-    const warnings = configWarnings(modelOf(raw));
+    const warnings = warningsOf(raw);
     assert.equal(warnings.length, 1, JSON.stringify(warnings));
     const [w] = warnings;
     assert.equal(w.key, stackKey("rancher.downstreamClusters[0]"));

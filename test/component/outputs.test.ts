@@ -1,0 +1,78 @@
+/**
+ * What the program returns as stack outputs (infra/index.ts exports each), under Pulumi's mock
+ * runtime: the management cluster as Rke2Cluster registers it, and the outputs of a stack that
+ * runs only node preparation and the libvirt records.
+ */
+import * as assert from "assert/strict";
+import * as pulumi from "@pulumi/pulumi";
+import { LIBVIRT_DNS_RECORDS, NODE_PREPARATION } from "../../components/model";
+import { labModel, labRawConfig } from "../support/lab-stack";
+import { preparationAndRecordsStack } from "../support/minimal-stack";
+import { recordEnvironment } from "../support/program";
+import { setAt } from "../unit/fixtures";
+
+function valueOf<T>(output: pulumi.Output<T>): Promise<T> {
+  return new Promise((resolve) => output.apply(resolve));
+}
+
+describe("stack outputs (Pulumi mocks)", function () {
+  this.timeout(60000);
+
+  it("give the management cluster's release, servers in join order with addresses, and its registration URL", async () => {
+    const { outputs } = await recordEnvironment(labModel());
+    const cluster = outputs.managementCluster;
+    assert.ok(cluster);
+    assert.equal(cluster.name, "management");
+    assert.equal(await valueOf(cluster.version), "v1.35.7+rke2r1");
+    assert.deepEqual(await valueOf(cluster.servers), [
+      { name: "sza122020.local", ip: "192.168.122.20" },
+      { name: "sza122021.local", ip: "192.168.122.21" },
+      { name: "sza122022.local", ip: "192.168.122.22" },
+    ]);
+    assert.deepEqual(await valueOf(cluster.agents), []);
+    assert.equal(await valueOf(cluster.registrationUrl), "https://192.168.122.20:9345");
+  });
+
+  it("give the fixed registration address as the registration URL when the stack sets one", async () => {
+    const raw = setAt(labRawConfig(), "rke2.registrationAddress", "rke2.ai-ear.cn");
+    setAt(raw, "rke2.tlsSan", ["rke2.ai-ear.cn"]);
+    const { outputs } = await recordEnvironment(labModel(raw));
+    assert.equal(
+      await valueOf(outputs.managementCluster!.registrationUrl),
+      "https://rke2.ai-ear.cn:9345",
+    );
+  });
+
+  it("give no management cluster when deploy.rke2Servers is off", async () => {
+    const raw = setAt(labRawConfig(), "deploy.rke2Servers", false);
+    const { outputs } = await recordEnvironment(labModel(raw));
+    assert.equal(outputs.managementCluster, undefined);
+    assert.deepEqual(await valueOf(outputs.nodesPendingRestart), []);
+  });
+
+  describe("of a stack of node preparation and the libvirt records only", () => {
+    const recorded = recordEnvironment(labModel(preparationAndRecordsStack()));
+
+    it("declare only the records and each node's preparation", async () => {
+      const { resources } = await recorded;
+      const types = new Set(resources.filter((r) => r.custom).map((r) => r.type));
+      assert.deepEqual(
+        [...types].sort(),
+        [LIBVIRT_DNS_RECORDS.token, NODE_PREPARATION.token].sort(),
+      );
+    });
+
+    it("list each prepared node and the records, and nothing of the cluster parts", async () => {
+      const { outputs } = await recorded;
+      assert.deepEqual(Object.keys(outputs.preparedNodes), [
+        "sza122020.local",
+        "sza122021.local",
+        "sza122022.local",
+      ]);
+      assert.ok(outputs.libvirtDnsRecords);
+      assert.equal(outputs.managementCluster, undefined);
+      assert.deepEqual(outputs.downstreamClusters, {});
+      assert.deepEqual(outputs.downstreamChartValues, {});
+    });
+  });
+});
