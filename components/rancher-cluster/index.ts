@@ -27,7 +27,7 @@ import {
   RANCHER_NODE_REGISTRATION,
 } from "../model";
 import { componentFile } from "../assets";
-import { joinGateProvider } from "../rke2-cluster/provider";
+import { joinGateProvider, serverRef } from "../rke2-cluster/provider";
 import { HostStepResource } from "../ssh/host-step-resource";
 import { pinnedEndpoint } from "../ssh/run-script";
 import { clusterWaitProvider } from "./cluster-wait";
@@ -232,6 +232,7 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
           timeoutSeconds: timeouts.timeoutSeconds,
           pollSeconds: timeouts.pollSeconds,
           serverStartedAt: "registered through Rancher",
+          firstServer: serverRef(initNode),
         },
         { parent: this, dependsOn: [registered] },
       );

@@ -9,8 +9,9 @@
  *      changed; a node found running when first adopted is only verified. etcd data is never
  *      deleted: the first server bootstraps only when no other server holds etcd data, and a
  *      joining server's data that no member knows is moved aside, only when it is created;
- *   3. the join gate: /readyz, Node Ready, EtcdIsVoter, no learner in etcd. It runs again
- *      after every restart, before the next server's step.
+ *   3. the join gate: /readyz, Node Ready, EtcdIsVoter, no learner in etcd, and for a joining
+ *      server etcd's cluster ID the first server's. It runs again after every restart, before
+ *      the next server's step.
  * Agents follow the last server's gate (RKE2's upgrade order: servers one at a time, then
  * agents), in parallel.
  */
@@ -19,7 +20,6 @@ import { ClusterSettings, NodeSpec, RKE2_JOIN_GATE, RKE2_NODE_START } from "../m
 import { componentFile } from "../assets";
 import { desiredManagedKeys } from "./config-adoption";
 import { HostStepResource } from "../ssh/host-step-resource";
-import { pinnedEndpoint } from "../ssh/run-script";
 import {
   registrationAddressMissingFromTlsSan,
   registrationAddressOf,
@@ -27,7 +27,7 @@ import {
   renderRke2ServerConfig,
   supervisorUrl,
 } from "./config";
-import { joinGateProvider, NodeStartInputs, nodeStartProvider, ServerRef } from "./provider";
+import { joinGateProvider, NodeStartInputs, nodeStartProvider, serverRef } from "./provider";
 
 export { renderRke2ServerConfig, renderRke2AgentConfig } from "./config";
 export { membershipOf, parseMemberList } from "./etcd-members";
@@ -107,11 +107,8 @@ export class Rke2Cluster extends pulumi.ComponentResource {
     const membersScript = componentFile(__dirname, "etcd-members.sh");
     const factsScript = componentFile(__dirname, "rke2-facts.sh");
     const [first] = servers;
-    const ref = (node: NodeSpec): ServerRef => ({
-      node: node.name,
-      connection: pinnedEndpoint(node.ssh),
-    });
     let previousGate: pulumi.Resource | undefined;
+    let firstStart: NodeStartResource | undefined;
     const pending: pulumi.Output<string[]>[] = [];
 
     // RKE2 on one node: config.yaml adopted, installed, started or restarted as its facts and
@@ -170,9 +167,10 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           kubeletArgs: args.kubeletArgs,
         });
       const start = nodeStart(node, "server", render, after, {
-        joinsThrough: i === 0 ? undefined : ref(first),
-        peers: i === 0 ? servers.slice(1).map(ref) : undefined,
+        joinsThrough: i === 0 ? undefined : serverRef(first),
+        peers: i === 0 ? servers.slice(1).map(serverRef) : undefined,
       });
+      firstStart ??= start;
       previousGate = new HostStepResource(
         joinGateProvider,
         RKE2_JOIN_GATE,
@@ -185,6 +183,8 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           pollSeconds: args.gatePollSeconds,
           dataDir: start.dataDir,
           serverStartedAt: start.startedAt,
+          // A joining server's etcd must answer for the first server's cluster.
+          firstServer: i === 0 ? undefined : { ...serverRef(first), dataDir: firstStart.dataDir },
         },
         { parent: this, dependsOn: [start] },
       );

@@ -14,12 +14,18 @@ import type { SshEndpoint } from "../model";
 import * as ssh from "../ssh/run-script";
 import * as YAML from "yaml";
 import { dataDirOf, parseConfigFile, planConfig } from "./config-adoption";
+import { parseMemberList } from "./etcd-members";
 import { decideStart, isMemberList, NodeFacts, parseNodeFacts, StartContext } from "./start-plan";
 
 /** Another server, reached over SSH to read its facts. */
 export interface ServerRef {
   readonly node: string;
   readonly connection: SshEndpoint;
+}
+
+/** A server of the stack as another step refers to it: its name and pinned SSH endpoint. */
+export function serverRef(server: { readonly name: string; readonly ssh: SshEndpoint }): ServerRef {
+  return { node: server.name, connection: ssh.pinnedEndpoint(server.ssh) };
 }
 
 export interface NodeStartInputs {
@@ -318,6 +324,12 @@ export const nodeStartProvider: pulumi.dynamic.ResourceProvider = {
   async delete() {},
 };
 
+/** The server whose etcd cluster a joining server must be in: the cluster's first server. */
+export interface FirstServerRef extends ServerRef {
+  /** RKE2's data-dir there, as its node step found it (default /var/lib/rancher/rke2). */
+  readonly dataDir?: string;
+}
+
 export interface JoinGateState {
   readonly node: string;
   readonly connection: SshEndpoint;
@@ -330,9 +342,45 @@ export interface JoinGateState {
   readonly dataDir: string;
   /** The server's last start or restart: the gate runs again after each. */
   readonly serverStartedAt: string;
+  /** A joining server: the first server, whose etcd cluster ID this server's etcd must answer with
+   * (a server that started a cluster of its own is Ready, a voter and learner-free on its own). */
+  readonly firstServer?: FirstServerRef;
+}
+
+const DEFAULT_DATA_DIR = "/var/lib/rancher/rke2";
+
+/**
+ * The ID of the etcd cluster the first server's own etcd answers for, read there over SSH with the
+ * members script (retried: a busy etcd can miss etcdctl's short deadline). Fails, naming both
+ * servers, when it cannot be read: the gate could not tell which cluster the server joined.
+ */
+export async function firstServerClusterId(state: JoinGateState, first: FirstServerRef) {
+  let why = "";
+  for (let attempt = 1; attempt <= MEMBER_LIST_ATTEMPTS; attempt++) {
+    try {
+      const result = await runOn(
+        first.connection,
+        `node ${first.node}`,
+        state.sshPrivateKey,
+        state.membersScript,
+        { DATA_DIR: first.dataDir ?? DEFAULT_DATA_DIR },
+        FACTS_TIMEOUT_MS,
+      );
+      return parseMemberList(result.stdout, first.node).clusterId;
+    } catch (err) {
+      why = (err as Error).message;
+    }
+    if (attempt < MEMBER_LIST_ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, 3000));
+  }
+  throw new Error(
+    `join gate for ${state.node}: cannot reach the etcd cluster of the first server ${first.node} ` +
+      `to compare cluster IDs: ${why}`,
+  );
 }
 
 async function gate(state: JoinGateState): Promise<void> {
+  const first = state.firstServer;
+  const firstClusterId = first ? await firstServerClusterId(state, first) : "";
   await runOn(
     state.connection,
     `node ${state.node}`,
@@ -343,7 +391,9 @@ async function gate(state: JoinGateState): Promise<void> {
       TIMEOUT_SECONDS: String(state.timeoutSeconds),
       POLL_SECONDS: String(state.pollSeconds),
       MEMBERS_SCRIPT: state.membersScript,
-      DATA_DIR: state.dataDir ?? "/var/lib/rancher/rke2",
+      DATA_DIR: state.dataDir ?? DEFAULT_DATA_DIR,
+      FIRST_SERVER: first?.node ?? "",
+      FIRST_SERVER_CLUSTER_ID: firstClusterId,
     },
     (state.timeoutSeconds + 120) * 1000,
   );
@@ -360,6 +410,7 @@ export const joinGateProvider: pulumi.dynamic.ResourceProvider = {
       "connection",
       "dataDir",
       "serverStartedAt",
+      "firstServer",
     ] as const;
     return { changes: ssh.inputsDiffer(olds, news, [...keys]) };
   },

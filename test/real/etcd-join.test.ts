@@ -1,17 +1,25 @@
 /**
  * The join order and gate against real etcd (Debian's etcd-server) in lab nodes .30 and .31,
- * which the e2e stack does not join: the node step's etcd data rules (through the RKE2 stand-in,
- * whose etcd is real), the learner limit, the gate waiting for promotion and its timeout report.
+ * which the e2e stack does not join, through the RKE2 stand-in (whose etcd is real): the node
+ * step's etcd data rules, the learner limit, the leader's promotion of a learner and its eviction
+ * of a stalled one, the gate waiting for that promotion, its timeout report, and its refusal of a
+ * server that started an etcd cluster of its own.
  */
 import * as assert from "assert/strict";
-import { ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { componentFile } from "../../components/assets";
 import * as crypto from "crypto";
 import { desiredManagedKeys } from "../../components/rke2-cluster/config-adoption";
 import { membershipOf, parseMemberList } from "../../components/rke2-cluster/etcd-members";
-import { NodeStartInputs, startOnNode } from "../../components/rke2-cluster/provider";
+import {
+  firstServerClusterId,
+  FirstServerRef,
+  JoinGateState,
+  joinGateProvider,
+  NodeStartInputs,
+  startOnNode,
+} from "../../components/rke2-cluster/provider";
 import type { SshEndpoint } from "../../components/model";
 import { pinnedEndpoint, runScript } from "../../components/ssh/run-script";
 import {
@@ -37,45 +45,16 @@ const INSTALL = `bash ${path.join(REPO, "test", "lab", "rke2-standin", "install.
 const A = { octet: 30, name: "sza122030.local", ip: "192.168.122.30" };
 const B = { octet: 31, name: "sza122031.local", ip: "192.168.122.31" };
 
-function etcdctl(...args: string[]) {
-  return inNamespace(labNs(`n${A.octet}`), [
+/** etcdctl against a node's etcd (plain HTTP in the lab), from inside that node's namespace. */
+function etcdctlAt(node: typeof A, ...args: string[]) {
+  return inNamespace(labNs(`n${node.octet}`), [
     "etcdctl",
     "--endpoints",
-    `http://${A.ip}:2379`,
+    `http://${node.ip}:2379`,
     ...args,
   ]);
 }
-
-/** As RKE2 names etcd members: <node-name>-<8 hex>. */
-const memberName = (node: typeof A) => `${node.name}-0000${node.octet}aa`;
-
-function startEtcd(node: typeof A, extra: string[]): ChildProcess {
-  const data = fs.mkdtempSync(path.join(LAB_DIR, `etcd-${node.octet}-`));
-  const peer = `http://${node.ip}:2380`;
-  return spawn(
-    "ip",
-    [
-      "netns",
-      "exec",
-      labNs(`n${node.octet}`),
-      "etcd",
-      "--name",
-      memberName(node),
-      "--data-dir",
-      data,
-      "--listen-client-urls",
-      `http://${node.ip}:2379,http://127.0.0.1:2379`,
-      "--advertise-client-urls",
-      `http://${node.ip}:2379`,
-      "--listen-peer-urls",
-      peer,
-      "--initial-advertise-peer-urls",
-      peer,
-      ...extra,
-    ],
-    { stdio: "ignore" },
-  );
-}
+const etcdctl = (...args: string[]) => etcdctlAt(A, ...args);
 
 async function until(what: string, check: () => boolean, ms = 30000): Promise<void> {
   const end = Date.now() + ms;
@@ -86,14 +65,14 @@ async function until(what: string, check: () => boolean, ms = 30000): Promise<vo
   throw new Error(`timed out waiting for ${what}`);
 }
 
-/** The real kubectl on node A with the kubeconfig RKE2's stand-in wrote there (stdout, trimmed). */
-function kubectlOnA(...args: string[]): string {
-  const r = inNamespace(labNs(`n${A.octet}`), [
+/** The real kubectl on a node with the kubeconfig RKE2's stand-in wrote there (stdout, trimmed). */
+function kubectlOn(node: typeof A, ...args: string[]): string {
+  const r = inNamespace(labNs(`n${node.octet}`), [
     "nsenter",
     "--target",
-    fs.readFileSync(path.join(LAB_DIR, "nodes", `n${A.octet}`, "sshd.pid"), "utf8").trim(),
+    fs.readFileSync(path.join(LAB_DIR, "nodes", `n${node.octet}`, "sshd.pid"), "utf8").trim(),
     "--mount",
-    nodeFile(A.octet, "/var/lib/rancher/rke2/bin/kubectl"),
+    nodeFile(node.octet, "/var/lib/rancher/rke2/bin/kubectl"),
     "--kubeconfig",
     "/etc/rancher/rke2/rke2.yaml",
     "--request-timeout=5s",
@@ -101,6 +80,49 @@ function kubectlOnA(...args: string[]): string {
   ]);
   return r.status === 0 ? r.stdout.trim() : "";
 }
+
+/** A Node's EtcdIsVoter condition, as node's own apiserver has it ("" when none). */
+const etcdIsVoter = (on: typeof A, node: typeof A, field = "status") =>
+  kubectlOn(
+    on,
+    "get",
+    "node",
+    node.name,
+    "-o",
+    `jsonpath={.status.conditions[?(@.type=="EtcdIsVoter")].${field}}`,
+  );
+
+/** The pid of the etcd controller loop RKE2's stand-in runs on a node (manage-learners; not the
+ * subshells a pass forks, whose parent is the loop). */
+function learnerLoopOf(node: typeof A): number {
+  const isLoop = (pid: string) => {
+    try {
+      return fs
+        .readFileSync(`/proc/${pid}/cmdline`, "utf8")
+        .includes("rke2-standin/manage-learners");
+    } catch {
+      return false;
+    }
+  };
+  const parentOf = (pid: string) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")[1];
+    } catch {
+      return "";
+    }
+  };
+  const pids = run("ip", ["netns", "pids", labNs(`n${node.octet}`)]).stdout.split(/\s+/);
+  const loops = pids.filter((pid) => pid && isLoop(pid) && !isLoop(parentOf(pid)));
+  assert.equal(loops.length, 1, `manage-learners processes on .${node.octet}: ${loops}`);
+  return Number(loops[0]);
+}
+
+/** What RKE2's stand-in logged on a node (the systemctl double's log of rke2-server.service). */
+const rke2Log = (node: typeof A) =>
+  fs.readFileSync(
+    nodeFile(node.octet, "/var/lib/systemctl-double/units/rke2-server.service/log"),
+    "utf8",
+  );
 
 /** A member's line in `member list`, found by its peer URL (an unstarted learner has no name). */
 const memberLine = (ip: string) =>
@@ -175,8 +197,6 @@ async function stopRke2(node: typeof A) {
 
 describe("RKE2 join against real etcd", function () {
   this.timeout(180000);
-  const processes: ChildProcess[] = [];
-
   before(async () => {
     for (const node of [A, B]) assert.equal(lab("reset-node", String(node.octet)).status, 0);
     // Prepared nodes: with Rocky's REJECT rules a learner never syncs over 2380 (seed 003).
@@ -196,22 +216,9 @@ describe("RKE2 join against real etcd", function () {
     }
   });
 
-  after(() => {
-    for (const p of processes) p.kill();
-    // Only this lab's processes: pkill would match the same node names in every lab on the
-    // machine (the pid namespace is shared), and stop another lab's etcd.
-    for (const node of [A, B]) {
-      const pids = run("ip", ["netns", "pids", labNs(`n${node.octet}`)]).stdout.split(/\s+/);
-      for (const pid of pids.filter(Boolean)) {
-        let argv = "";
-        try {
-          argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
-        } catch {
-          continue;
-        }
-        if (argv.includes(`etcd --name ${node.name}`)) run("kill", [pid]);
-      }
-    }
+  // RKE2's stand-in stops with its unit (etcd, the control plane and the etcd controller loop).
+  after(async () => {
+    for (const node of [A, B]) await stopRke2(node);
   });
 
   describe("etcd data is never lost (node step against the RKE2 stand-in's real etcd)", () => {
@@ -345,66 +352,76 @@ describe("RKE2 join against real etcd", function () {
     });
   });
 
-  describe("learners and the join gate", () => {
-    const controlPlanePid = "/run/rke2-standin-control-plane.pid";
+  describe("learners: the leader promotes and evicts them, the gate waits for it", () => {
+    // Both nodes run RKE2's stand-in as management servers do (the real kube-apiserver, the Node
+    // and its conditions), with the etcd controller's tick and stall limit shortened.
+    const TICK = 3;
+    const STALL = 20;
+    const envFile = (node: typeof A) => nodeFile(node.octet, "/etc/rke2-standin.env");
+    const savedEnv = new Map<number, string>();
+    const target = (n: typeof A): SshEndpoint => pinnedEndpoint(nodeConnection(n.octet));
+    const firstServer: FirstServerRef = { node: A.name, connection: target(A) };
+    const gateState = (node: typeof A, first?: FirstServerRef): JoinGateState => ({
+      node: node.name,
+      connection: target(node),
+      sshPrivateKey: operatorKey(),
+      script: gateScript,
+      membersScript,
+      timeoutSeconds: 120,
+      pollSeconds: 1,
+      dataDir: "/var/lib/rancher/rke2",
+      serverStartedAt: "",
+      ...(first ? { firstServer: first } : {}),
+    });
+    const memberNameOf = (node: typeof A) =>
+      fs.readFileSync(path.join(dbOf(node), "etcd", "name"), "utf8");
+    const clusterIdAt = (node: typeof A) =>
+      parseMemberList(etcdctlAt(node, "member", "list", "-w", "json").stdout, node.name).clusterId;
+    /** The second each log line at the stand-in's level=... msg="TEXT" was written, in ms. */
+    const loggedAt = (log: string, text: string) =>
+      log
+        .split("\n")
+        .filter((l) => l.includes(`msg="${text}"`))
+        .map((l) => Date.parse(l.split(" ")[0]));
+    let aClusterId: string;
+
     before(async function () {
       this.timeout(240000);
-      // Node A: the real kubectl and a config naming it, as an installed first server has.
-      writeConfig(A);
-      const installed = await runScript(
-        nodeConnection(A.octet),
-        `INSTALL_RKE2_VERSION=v1.35.7+rke2r1 ${INSTALL}`,
-      );
-      assert.equal(installed.exitCode, 0, installed.stderr);
-      processes.push(
-        startEtcd(A, [
-          "--initial-cluster",
-          `${memberName(A)}=http://${A.ip}:2380`,
-          "--initial-cluster-state",
-          "new",
-        ]),
-      );
-      await until("etcd on .30", () => etcdctl("endpoint", "health").status === 0);
-      // The real kube-apiserver on that etcd, the Node and its conditions (RKE2's stand-in
-      // control plane; .30 is not a management server, so the lab does not start one there).
-      const bin = fs.readFileSync(path.join(LAB_DIR, "toolchain.path"), "utf8").trim();
-      const standin = path.join(REPO, "test", "lab", "rke2-standin", "control-plane");
-      const started = await runScript(
-        nodeConnection(A.octet),
-        `mkdir -p /var/lib/rancher/rke2/server/logs
-STANDIN_KUBE_DIR=${path.join(LAB_DIR, "kube")} STANDIN_BIN=${bin} setsid ${standin} ${A.name} ${A.ip} ${memberName(A)} \
-  >>/var/lib/rancher/rke2/server/logs/control-plane.log 2>&1 </dev/null &
-echo $! >${controlPlanePid}`,
-      );
-      assert.equal(started.exitCode, 0, started.stderr);
+      for (const node of [A, B]) {
+        await stopRke2(node);
+        fs.rmSync(path.dirname(dbOf(node)), { recursive: true, force: true });
+        savedEnv.set(node.octet, fs.readFileSync(envFile(node), "utf8"));
+        fs.appendFileSync(
+          envFile(node),
+          `STANDIN_KUBE_DIR=${path.join(LAB_DIR, "kube")}\n` +
+            `STANDIN_ETCD_MANAGE_SECONDS=${TICK}\nSTANDIN_LEARNER_MAX_STALL_SECONDS=${STALL}\n`,
+        );
+      }
+      const state = await startOnNode("create", stepInputs(A, writeConfig(A), { peers: [B] }));
+      assert.equal(state.active, true);
       await until(
         "the real apiserver's /readyz and the Node of .30 with EtcdIsVoter=True",
-        () =>
-          kubectlOnA("get", "--raw", "/readyz") === "ok" &&
-          kubectlOnA(
-            "get",
-            "node",
-            A.name,
-            "-o",
-            'jsonpath={.status.conditions[?(@.type=="EtcdIsVoter")].status}',
-          ) === "True",
+        () => kubectlOn(A, "get", "--raw", "/readyz") === "ok" && etcdIsVoter(A, A) === "True",
         180000,
       );
+      aClusterId = clusterIdAt(A);
     });
     after(async () => {
-      await runScript(
-        nodeConnection(A.octet),
-        `[ -f ${controlPlanePid} ] && kill -- -"$(cat ${controlPlanePid})"; rm -f ${controlPlanePid}; true`,
-      );
+      for (const node of [A, B]) {
+        await stopRke2(node);
+        fs.rmSync(path.dirname(dbOf(node)), { recursive: true, force: true });
+        const saved = savedEnv.get(node.octet);
+        if (saved !== undefined) fs.writeFileSync(envFile(node), saved);
+      }
     });
 
     it("the real apiserver reports readyz and the Node's Ready and EtcdIsVoter conditions as RKE2 does", () => {
-      assert.equal(kubectlOnA("get", "--raw", "/readyz"), "ok");
-      const node = JSON.parse(kubectlOnA("get", "node", A.name, "-o", "json")) as {
+      assert.equal(kubectlOn(A, "get", "--raw", "/readyz"), "ok");
+      const node = JSON.parse(kubectlOn(A, "get", "node", A.name, "-o", "json")) as {
         metadata: { annotations: Record<string, string>; labels: Record<string, string> };
         status: { conditions: { type: string; status: string; reason: string }[] };
       };
-      assert.equal(node.metadata.annotations["etcd.rke2.cattle.io/node-name"], memberName(A));
+      assert.equal(node.metadata.annotations["etcd.rke2.cattle.io/node-name"], memberNameOf(A));
       assert.equal(node.metadata.labels["node-role.kubernetes.io/etcd"], "true");
       const byType = new Map(node.status.conditions.map((c) => [c.type, c]));
       assert.deepEqual(
@@ -442,61 +459,84 @@ echo $! >${controlPlanePid}`,
       }
     });
 
-    it("the gate waits while a learner exists and passes once it is promoted", async () => {
-      const added = etcdctl(
-        "member",
-        "add",
-        memberName(B),
-        "--learner",
-        "--peer-urls",
-        `http://${B.ip}:2380`,
-      );
-      assert.equal(added.status, 0, added.stderr);
-      processes.push(
-        startEtcd(B, [
-          "--initial-cluster",
-          `${memberName(A)}=http://${A.ip}:2380,${memberName(B)}=http://${B.ip}:2380`,
-          "--initial-cluster-state",
-          "existing",
-        ]),
-      );
-      const progress: string[] = [];
-      let passedAt = 0;
-      const gate = runScript(nodeConnection(A.octet), gateScript, {
-        params: {
-          NODE_NAME: A.name,
-          TIMEOUT_SECONDS: "90",
-          POLL_SECONDS: "1",
-          MEMBERS_SCRIPT: membersScript,
-        },
-        onProgress: (l) => progress.push(l),
-      }).then((r) => {
-        passedAt = Date.now();
-        return r;
-      });
-      await until("the gate to report the learner", () =>
-        progress.some((l) => /missing no learner in etcd/.test(l)),
-      );
-      assert.equal(passedAt, 0, "the gate passed while a learner existed");
-      const learner = memberLine(B.ip);
-      assert.ok(
-        learner,
-        `no member with peer ${B.ip}: ${JSON.stringify(etcdctl("member", "list"))}`,
-      );
-      const id = learner.split(",")[0];
+    it("the gate on a joining server waits while it is a learner and passes only after the leader promoted it", async () => {
+      // The leader's loop on .30 is held (as between two of its 15 s ticks) while the product's
+      // node step joins .31 through .30: the stand-in on .31 adds it as a learner, starts its
+      // etcd and its apiserver, and waits; it never promotes itself. Released, the leader's next
+      // pass promotes it.
+      const loop = learnerLoopOf(A);
       await until(
-        "the learner to be promotable",
-        () => etcdctl("member", "promote", id).status === 0,
-        60000,
+        "etcd to accept a new learner",
+        () => etcdctl("endpoint", "health").status === 0 && !memberLine("192.168.122.41"),
       );
-      const promotedAt = Date.now();
-      const result = await gate;
-      assert.equal(result.exitCode, 0, result.stderr);
-      // Passing needs one more poll (1 s) plus the checks themselves.
-      assert.ok(
-        passedAt - promotedAt < 5000,
-        `the gate passed ${passedAt - promotedAt} ms after promotion`,
-      );
+      process.kill(loop, "SIGSTOP");
+      let held = true;
+      try {
+        const joined = await startOnNode(
+          "create",
+          stepInputs(B, writeConfig(B, A.ip), { joinsThrough: A }),
+        );
+        assert.equal(joined.active, true);
+        const joinedAt = Date.now();
+        const firstClusterId = await firstServerClusterId(gateState(B), firstServer);
+        assert.equal(firstClusterId, aClusterId);
+        const progress: { at: number; line: string }[] = [];
+        let passedAt = 0;
+        const gateStartedAt = Date.now();
+        const gate = runScript(nodeConnection(B.octet), gateScript, {
+          params: {
+            NODE_NAME: B.name,
+            TIMEOUT_SECONDS: "120",
+            POLL_SECONDS: "1",
+            MEMBERS_SCRIPT: membersScript,
+            FIRST_SERVER: A.name,
+            FIRST_SERVER_CLUSTER_ID: firstClusterId,
+          },
+          onProgress: (line) => progress.push({ at: Date.now(), line }),
+        }).then((r) => {
+          passedAt = Date.now();
+          return r;
+        });
+        // Two ticks' time of .31's own loop, and a poll of the gate, with .31 still a learner.
+        await until(
+          "the gate to report .31 as not joined yet",
+          () =>
+            Date.now() - joinedAt > 2 * TICK * 1000 &&
+            progress.some((p) => /^waiting for sza122031\.local/.test(p.line)),
+          90000,
+        );
+        const learner = memberLine(B.ip);
+        assert.ok(learner?.trim().endsWith("true"), `not a learner: ${learner}`);
+        assert.equal(passedAt, 0, "the gate passed while .31 was a learner");
+        assert.doesNotMatch(rke2Log(B), /Promoted learner/);
+        process.kill(loop, "SIGCONT");
+        held = false;
+
+        const bIsVoter = () => memberLine(B.ip)?.trim().endsWith("false") ?? false;
+        await until(".31 to be promoted", bIsVoter, 60000);
+        const voterSeenAt = Date.now();
+        assert.equal(passedAt, 0, "the gate passed before the leader promoted .31");
+        const result = await gate;
+        assert.equal(result.exitCode, 0, result.stderr);
+        assert.ok(gateStartedAt < voterSeenAt && passedAt > voterSeenAt);
+
+        // The leader promoted it, once; the learner never promoted itself.
+        const bMember = memberNameOf(B);
+        const promoted = loggedAt(rke2Log(A), `Promoted learner ${bMember}`);
+        assert.equal(promoted.length, 1, rke2Log(A));
+        assert.doesNotMatch(rke2Log(B), /Promoted learner/);
+        // EtcdIsVoter=True is written by a later pass than the one that promoted (k3s sets the
+        // condition from the member list read before the promotion), and the gate saw it.
+        assert.equal(etcdIsVoter(A, B), "True");
+        const voterSince = Date.parse(etcdIsVoter(A, B, "lastTransitionTime"));
+        assert.ok(
+          voterSince > promoted[0],
+          `EtcdIsVoter became True at ${new Date(voterSince).toISOString()}, the promotion was logged at ${new Date(promoted[0]).toISOString()}`,
+        );
+        assert.ok(passedAt >= voterSince, "the gate passed before EtcdIsVoter was True");
+      } finally {
+        if (held) process.kill(loop, "SIGCONT");
+      }
     });
 
     it("the gate times out with the member list when promotion never comes", async () => {
@@ -532,6 +572,93 @@ echo $! >${controlPlanePid}`,
         const line = memberLine("192.168.122.43");
         if (line) etcdctl("member", "remove", line.split(",")[0]);
       }
+    });
+
+    it(`the leader removes a learner that made no progress for the stall time (${STALL} s here, 5 min in RKE2)`, async () => {
+      // A server that added itself as a learner and never started etcd: no progress, ever.
+      await until(
+        "etcd to accept a new learner",
+        () =>
+          etcdctl(
+            "member",
+            "add",
+            "never-started",
+            "--learner",
+            "--peer-urls",
+            "http://192.168.122.44:2380",
+          ).status === 0,
+      );
+      const addedAt = Date.now();
+      await until(
+        "the leader to remove the stalled learner",
+        () => memberLine("192.168.122.44") === undefined,
+        (STALL + 4 * TICK + 20) * 1000,
+      );
+      const removedAt = Date.now();
+      assert.ok(
+        removedAt - addedAt >= STALL * 1000,
+        `removed ${removedAt - addedAt} ms after it was added, before the stall time of ${STALL} s`,
+      );
+      // Whichever server leads logs it (an unstarted learner has no name yet, as in k3s).
+      const logs = rke2Log(A) + rke2Log(B);
+      assert.match(logs, /level=warning msg="Learner {2}stalled at RaftAppliedIndex=0 for \d+s"/);
+      const removed = loggedAt(logs, "Removed learner  from etcd cluster");
+      assert.equal(removed.length, 1, logs);
+      assert.ok(removed[0] - addedAt >= (STALL - 1) * 1000);
+    });
+
+    it("the gate fails on a server that started an etcd cluster of its own, naming it and both cluster IDs", async function () {
+      this.timeout(240000);
+      // .31 leaves .30's cluster as an administrator removes a server, and is rebuilt without
+      // `server:`: RKE2 starts a new cluster there. Its own apiserver, Node, EtcdIsVoter and
+      // member list then look like a joined server's.
+      const line = memberLine(B.ip);
+      assert.ok(line);
+      assert.equal(etcdctl("member", "remove", line.split(",")[0]).status, 0);
+      await stopRke2(B);
+      fs.rmSync(path.dirname(dbOf(B)), { recursive: true, force: true });
+      writeConfig(B);
+      const started = await runScript(
+        nodeConnection(B.octet),
+        "systemctl start rke2-server.service",
+      );
+      assert.equal(started.exitCode, 0, started.stderr);
+      await until(
+        ".31's own apiserver and its Node with EtcdIsVoter=True",
+        () => kubectlOn(B, "get", "--raw", "/readyz") === "ok" && etcdIsVoter(B, B) === "True",
+        180000,
+      );
+      const ownClusterId = clusterIdAt(B);
+      assert.notEqual(ownClusterId, aClusterId);
+      // Without the first server's cluster ID, the gate passes it.
+      const blind = await runScript(nodeConnection(B.octet), gateScript, {
+        params: {
+          NODE_NAME: B.name,
+          TIMEOUT_SECONDS: "30",
+          POLL_SECONDS: "1",
+          MEMBERS_SCRIPT: membersScript,
+        },
+      });
+      assert.equal(blind.exitCode, 0, blind.stderr);
+      // The product's gate reads the first server's cluster ID there and refuses it at once.
+      const began = Date.now();
+      await assert.rejects(
+        joinGateProvider.create!(gateState(B, firstServer)),
+        new RegExp(
+          `join gate for sza122031\\.local: its etcd serves cluster ${ownClusterId}, not cluster ` +
+            `${aClusterId} of the first server sza122030\\.local: sza122031\\.local started an ` +
+            `etcd cluster of its own`,
+        ),
+      );
+      assert.ok(Date.now() - began < 30000, "the gate waited instead of failing at once");
+    });
+
+    it("the gate fails, saying so, when it cannot reach the first server's etcd cluster", async () => {
+      await stopRke2(A);
+      await assert.rejects(
+        joinGateProvider.create!(gateState(B, firstServer)),
+        /join gate for sza122031\.local: cannot reach the etcd cluster of the first server sza122030\.local to compare cluster IDs: .*sza122030\.local/,
+      );
     });
   });
 });
