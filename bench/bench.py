@@ -474,6 +474,14 @@ def joingate_rows(rows):
                     f"; EtcdIsVoter=True came {median(cond)} s (median; {', '.join(str(c) for c in cond)}) after the "
                     "promotion, on the leader's next pass"
                 )
+            last = r.get("last_missing") or []
+            slow = [last[i] for i, ms in enumerate(lat) if ms > bound_ms + 3000 and i < len(last)]
+            if slow:
+                counts = collections.Counter(slow)
+                text += (
+                    f"; the {len(slow)} join(s) over the target last waited for: "
+                    + ", ".join(f"{what or '(nothing named)'} ({n})" for what, n in counts.most_common())
+                )
             case = "leader's promotion → gate passes on the joining server"
         elif r.get("measured"):
             lat = r.get("latency_ms") or []
