@@ -599,11 +599,14 @@ describe("RKE2 join against real etcd", function () {
         removedAt - addedAt >= STALL * 1000,
         `removed ${removedAt - addedAt} ms after it was added, before the stall time of ${STALL} s`,
       );
-      // Whichever server leads logs it (an unstarted learner has no name yet, as in k3s).
-      const logs = rke2Log(A) + rke2Log(B);
-      assert.match(logs, /level=warning msg="Learner {2}stalled at RaftAppliedIndex=0 for \d+s"/);
-      const removed = loggedAt(logs, "Removed learner  from etcd cluster");
-      assert.equal(removed.length, 1, logs);
+      // Whichever server leads logs it, right after etcd answered (an unstarted learner has no
+      // name yet, as in k3s).
+      const logs = () => rke2Log(A) + rke2Log(B);
+      const removedLine = () => loggedAt(logs(), "Removed learner  from etcd cluster");
+      await until("the leader to log the removal", () => removedLine().length > 0, 10000);
+      assert.match(logs(), /level=warning msg="Learner {2}stalled at RaftAppliedIndex=0 for \d+s"/);
+      const removed = removedLine();
+      assert.equal(removed.length, 1, logs());
       assert.ok(removed[0] - addedAt >= (STALL - 1) * 1000);
     });
 
