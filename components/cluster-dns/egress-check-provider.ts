@@ -20,6 +20,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
 import { DNS_EGRESS_CHECK, DnsPolicyNamespace } from "../model";
 import { HostCheckState, hostCheckProvider } from "../ssh/host-check-provider";
+import { providerStub } from "../ssh/provider-stub";
 import { inputsDiffer } from "../ssh/run-script";
 import {
   dnsPolicyRefusal,
@@ -239,7 +240,7 @@ export class KubeEgressCheck extends pulumi.dynamic.Resource {
 
   constructor(name: string, args: KubeEgressCheckArgs, opts: pulumi.CustomResourceOptions) {
     super(
-      kubeEgressCheckProvider,
+      providerStub("kubeEgressCheck"),
       name,
       {
         cluster: args.cluster,

@@ -23,11 +23,11 @@ import {
   NodeSpec,
   RKE2_MANIFESTS_DIR,
 } from "../model";
-import { componentFile } from "../assets";
+import { scriptRef } from "../assets";
 import { HostStepResource } from "../ssh/host-step-resource";
 import { RemoteFile } from "../remote-file";
 import { CorednsChartValues } from "./chart";
-import { KubeEgressCheck, sshEgressCheckProvider } from "./egress-check-provider";
+import { KubeEgressCheck } from "./egress-check-provider";
 import { RELEASE_TABLE_MODULE } from "./chart-releases";
 import {
   dnsEgressNetworkPolicyObject,
@@ -148,13 +148,13 @@ export class ClusterDns extends pulumi.ComponentResource {
             ? []
             : [
                 new HostStepResource(
-                  sshEgressCheckProvider,
+                  "sshEgressCheck",
                   DNS_EGRESS_SSH_CHECK,
                   `${name}-dns-egress-check`,
                   {
                     ssh: delivery.server.ssh,
                     sshPrivateKey: delivery.sshPrivateKey,
-                    script: componentFile(__dirname, "egress-facts.sh"),
+                    script: scriptRef(__dirname, "egress-facts.sh"),
                   },
                   {
                     node: delivery.server.name,

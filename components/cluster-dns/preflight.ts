@@ -15,7 +15,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { NodeSpec, UPSTREAM_PREFLIGHT } from "../model";
-import { componentFile } from "../assets";
+import { scriptRef } from "../assets";
 import { HostCheckState, hostCheckProvider } from "../ssh/host-check-provider";
 import { HostStepResource } from "../ssh/host-step-resource";
 
@@ -71,13 +71,13 @@ export class UpstreamResolverPreflight extends pulumi.ComponentResource {
     super("rke2remediation:dns:UpstreamResolverPreflight", name, {}, opts);
     const { node } = args;
     const resource = new UpstreamPreflightResource(
-      upstreamPreflightProvider,
+      "upstreamPreflight",
       UPSTREAM_PREFLIGHT,
       `${name}-check`,
       {
         ssh: node.ssh,
         sshPrivateKey: args.sshPrivateKey,
-        script: componentFile(__dirname, "preflight-upstreams.sh"),
+        script: scriptRef(__dirname, "preflight-upstreams.sh"),
       },
       { node: node.name, upstreams: [...args.upstreams], silent: [] },
       { parent: this },

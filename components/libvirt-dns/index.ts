@@ -1,8 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import { LIBVIRT_DNS_RECORDS, SshEndpoint } from "../model";
-import { componentFile } from "../assets";
+import { scriptRef } from "../assets";
 import { HostStepResource } from "../ssh/host-step-resource";
-import { libvirtDnsProvider, LibvirtDnsState } from "./provider";
+import type { LibvirtDnsState } from "./provider";
 import { DnsHostRecord, dnsHostRecords } from "./render";
 
 export {
@@ -76,13 +76,13 @@ export class LibvirtDnsRecords extends pulumi.ComponentResource {
     // Retained on delete: destroying the stack must not take the Rancher hostname away from
     // the estate. Records dropped from the config are still removed, by an update.
     const state = new DnsHostRecordsResource(
-      libvirtDnsProvider,
+      "libvirtDns",
       LIBVIRT_DNS_RECORDS,
       `${name}-hosts`,
       {
         ssh: args.ssh,
         sshPrivateKey: args.sshPrivateKey,
-        script: componentFile(__dirname, "network.sh"),
+        script: scriptRef(__dirname, "network.sh"),
       },
       inputs,
       { parent: this, retainOnDelete: true },

@@ -12,7 +12,10 @@ import * as xml from "./render";
 
 export interface LibvirtDnsState {
   readonly connection: SshEndpoint;
-  readonly sshPrivateKey: string;
+  /** The key's fingerprint; the key comes from the stack's configuration (../ssh/host-material.ts). */
+  readonly sshKeyFingerprint: string;
+  /** Older state only: the key itself. */
+  readonly sshPrivateKey?: string;
   readonly network: string;
   readonly subnet: string;
   /**
@@ -46,7 +49,7 @@ async function runNetworkScript(
     DOMAIN?: string;
   },
 ): Promise<string> {
-  const result = await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
+  const result = await ssh.runHostScript(state.connection, state, state.script, {
     label: `libvirt host ${state.connection.host}, network ${state.network}`,
     params: { NETWORK: state.network, ...params },
     timeoutMs: 120000,
@@ -150,7 +153,7 @@ export const libvirtDnsProvider: pulumi.dynamic.ResourceProvider = {
     const changed =
       replaces.length > 0 ||
       key(olds.records) !== key(news.records) ||
-      ssh.inputsDiffer(olds, news, ["connection", "sshPrivateKey", "script"]) ||
+      ssh.inputsDiffer(olds, news, ["connection", "sshKeyFingerprint", "script"]) ||
       (news.dhcpDomain !== undefined && olds.configuredDomain !== news.dhcpDomain);
     return { changes: changed, replaces, deleteBeforeReplace: true };
   },

@@ -1,8 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { Cni, KubeProxyMode, NODE_PREPARATION, NodeSpec } from "../model";
-import { componentFile } from "../assets";
+import { scriptRef } from "../assets";
 import { HostStepResource } from "../ssh/host-step-resource";
-import { nodePreparationProvider } from "./provider";
 import { renderUnmanagedDevicesConfig } from "./render";
 
 export { renderUnmanagedDevicesConfig, parseNodeFacts } from "./render";
@@ -77,13 +76,13 @@ export class NodePreparation extends pulumi.ComponentResource {
       );
     }
     const resource = new NodePreparationResource(
-      nodePreparationProvider,
+      "nodePreparation",
       NODE_PREPARATION,
       `${name}-host`,
       {
         ssh: node.ssh,
         sshPrivateKey: args.sshPrivateKey,
-        script: componentFile(__dirname, "prepare-node.sh"),
+        script: scriptRef(__dirname, "prepare-node.sh"),
       },
       {
         node: node.name,

@@ -5,7 +5,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { NodeSpec, PORTS_PREFLIGHT } from "../model";
-import { componentFile } from "../assets";
+import { scriptRef } from "../assets";
 import { HostCheckState, hostCheckProvider } from "../ssh/host-check-provider";
 import { HostStepResource } from "../ssh/host-step-resource";
 
@@ -44,7 +44,7 @@ interface PreflightState extends HostCheckState {
   readonly blocked: readonly string[];
 }
 
-const preflightProvider = hostCheckProvider<PreflightState>({
+export const preflightProvider = hostCheckProvider<PreflightState>({
   label: (state) => `preflight on ${state.node}`,
   findingsKey: "blocked",
   inputs: ["peers", "ports"],
@@ -88,13 +88,13 @@ export class ServerPortsPreflight extends pulumi.ComponentResource {
     super("rke2remediation:node:ServerPortsPreflight", name, {}, opts);
     const { server } = args;
     const resource = new PortsPreflightResource(
-      preflightProvider,
+      "portsPreflight",
       PORTS_PREFLIGHT,
       `${name}-check`,
       {
         ssh: server.ssh,
         sshPrivateKey: args.sshPrivateKey,
-        script: componentFile(__dirname, "preflight-ports.sh"),
+        script: scriptRef(__dirname, "preflight-ports.sh"),
       },
       {
         node: server.name,

@@ -12,7 +12,10 @@ import * as facts from "./render";
 export interface NodePreparationState {
   readonly node: string;
   readonly connection: SshEndpoint;
-  readonly sshPrivateKey: string;
+  /** The key's fingerprint; the key comes from the stack's configuration (../ssh/host-material.ts). */
+  readonly sshKeyFingerprint: string;
+  /** Older state only: the key itself. */
+  readonly sshPrivateKey?: string;
   readonly script: string;
   readonly bringUpKubeIpvs: boolean;
   /** iptables, ip6tables and firewalld services not enabled. */
@@ -66,7 +69,7 @@ function observed(
 }
 
 async function runNodeScript(state: NodePreparationState, action: "read" | "apply") {
-  const result = await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
+  const result = await ssh.runHostScript(state.connection, state, state.script, {
     label: `node ${state.node}`,
     params: facts.nodeScriptParams(action, state),
     timeoutMs: 120000,
@@ -116,7 +119,7 @@ export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
     const other = ssh.inputsDiffer(olds, news, [
       "script",
       "bringUpKubeIpvs",
-      "sshPrivateKey",
+      "sshKeyFingerprint",
       "connection",
     ]);
     const replaces = olds.connection.host !== news.connection.host ? ["connection"] : [];

@@ -160,7 +160,10 @@ export interface ClusterWaitState {
   readonly agentNodes: readonly { readonly node: string; readonly connection: SshEndpoint }[];
   /** The machines registered in the step this wait follows (their plan secrets). */
   readonly machines?: readonly FollowedMachine[];
-  readonly sshPrivateKey: string;
+  /** The key's fingerprint; the key comes from the stack's configuration (../ssh/host-material.ts). */
+  readonly sshKeyFingerprint: string;
+  /** Older state only: the key itself. */
+  readonly sshPrivateKey?: string;
   readonly checkScript: string;
   readonly rancherHost: string;
   /** The kubelet's cluster-dns (pods' nameserver) and the cluster domain. */
@@ -174,23 +177,18 @@ async function checkOn(
   target: AgentCandidate,
   needsLog: boolean,
 ): Promise<AgentCheck> {
-  const result = await ssh.runHostScript(
-    target.connection,
-    state.sshPrivateKey,
-    state.checkScript,
-    {
-      label: `node ${target.node}`,
-      lockName: `cluster-agent-check-${state.cluster}`,
-      params: {
-        RANCHER_HOST: state.rancherHost,
-        NAMESERVER: state.podNameserver,
-        CLUSTER_DOMAIN: state.clusterDomain,
-        LOOKUP_SECONDS: "20",
-        NEEDS_AGENT_LOG: needsLog ? "yes" : "no",
-      },
-      timeoutMs: 120000,
+  const result = await ssh.runHostScript(target.connection, state, state.checkScript, {
+    label: `node ${target.node}`,
+    lockName: `cluster-agent-check-${state.cluster}`,
+    params: {
+      RANCHER_HOST: state.rancherHost,
+      NAMESERVER: state.podNameserver,
+      CLUSTER_DOMAIN: state.clusterDomain,
+      LOOKUP_SECONDS: "20",
+      NEEDS_AGENT_LOG: needsLog ? "yes" : "no",
     },
-  );
+    timeoutMs: 120000,
+  });
   return parseAgentCheck(result.stdout, `node ${target.node}`);
 }
 

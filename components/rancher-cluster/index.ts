@@ -26,12 +26,10 @@ import {
   RANCHER_CLUSTER_WAIT,
   RANCHER_NODE_REGISTRATION,
 } from "../model";
-import { componentFile } from "../assets";
-import { joinGateProvider, serverRef } from "../rke2-cluster/provider";
+import { scriptRef } from "../assets";
+import { serverRef } from "../rke2-cluster/provider";
 import { HostStepResource } from "../ssh/host-step-resource";
 import { pinnedEndpoint } from "../ssh/run-script";
-import { clusterWaitProvider } from "./cluster-wait";
-import { nodeRegistrationProvider } from "./provider";
 import { PlannedRegistration, rancherCaChecksum, registrationPlan } from "./registration";
 import { renderRkeConfigText } from "./rke-config";
 
@@ -125,13 +123,10 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
       cluster.insecureRegistration ? token.insecureNodeCommand : token.nodeCommand,
     );
     const apiToken = pulumi.secret(args.apiToken);
-    const script = componentFile(__dirname, "register-node.sh");
-    const checkScript = componentFile(__dirname, "cluster-agent-check.sh");
-    const gateScript = componentFile(path.join(__dirname, "..", "rke2-cluster"), "join-gate.sh");
-    const membersScript = componentFile(
-      path.join(__dirname, "..", "rke2-cluster"),
-      "etcd-members.sh",
-    );
+    const script = scriptRef(__dirname, "register-node.sh");
+    const checkScript = scriptRef(__dirname, "cluster-agent-check.sh");
+    const gateScript = scriptRef(path.join(__dirname, "..", "rke2-cluster"), "join-gate.sh");
+    const membersScript = scriptRef(path.join(__dirname, "..", "rke2-cluster"), "etcd-members.sh");
     const initNode = plan[0].node;
     const timeouts = cluster.joinGate;
     // Where cattle-cluster-agent may run: any node, control-plane nodes preferred (template.go).
@@ -157,7 +152,7 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
       after: pulumi.Resource[],
     ) => {
       const wait = new HostStepResource(
-        clusterWaitProvider,
+        "clusterWait",
         RANCHER_CLUSTER_WAIT,
         `${name}-active-${suffix}`,
         { ssh: initNode.ssh, sshPrivateKey: args.sshPrivateKey },
@@ -193,7 +188,7 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
     // The props name the outputs (`node`, `planSecret`) a dynamic resource gets.
     const registration = (step: PlannedRegistration, after: pulumi.Resource[]) =>
       <Registration>new HostStepResource(
-        nodeRegistrationProvider,
+        "nodeRegistration",
         RANCHER_NODE_REGISTRATION,
         `${name}-register-${step.node.name}`,
         { ssh: step.node.ssh, sshPrivateKey: args.sshPrivateKey, script },
@@ -222,7 +217,7 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
       );
     const joinGate = (step: PlannedRegistration, registered: pulumi.Resource) =>
       new HostStepResource(
-        joinGateProvider,
+        "joinGate",
         RKE2_JOIN_GATE,
         `${name}-gate-${step.node.name}`,
         { ssh: step.node.ssh, sshPrivateKey: args.sshPrivateKey, script: gateScript },

@@ -20,7 +20,10 @@ export interface NodeRegistrationState {
   /** etcd, controlplane, worker: the installer's role flags. */
   readonly roles: readonly string[];
   readonly connection: SshEndpoint;
-  readonly sshPrivateKey: string;
+  /** The key's fingerprint; the key comes from the stack's configuration (../ssh/host-material.ts). */
+  readonly sshKeyFingerprint: string;
+  /** Older state only: the key itself. */
+  readonly sshPrivateKey?: string;
   /** Rancher's node command; a secret. */
   readonly registrationCommand: string;
   /** rancher.url: the command must register with it, and a registered node must be on it. */
@@ -154,7 +157,7 @@ async function onHost(
 ) {
   const secrets = [tokenOf(state.registrationCommand), state.registrationCommand, state.apiToken];
   try {
-    return await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
+    return await ssh.runHostScript(state.connection, state, state.script, {
       label: `node ${state.node}`,
       params: hostParams(state, mode, cmd),
       timeoutMs: (state.timeoutSeconds + 300) * 1000,
@@ -223,7 +226,7 @@ export const nodeRegistrationProvider: pulumi.dynamic.ResourceProvider = {
         "script",
         "timeoutSeconds",
         "pollSeconds",
-        "sshPrivateKey",
+        "sshKeyFingerprint",
       ]);
     return { changes, replaces: ssh.inputsDiffer(olds, news, ["cluster"]) ? ["cluster"] : [] };
   },

@@ -5,14 +5,17 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { REMOTE_FILE, SshEndpoint } from "../model";
-import { componentFile } from "../assets";
+import { scriptRef } from "../assets";
 import * as ssh from "../ssh/run-script";
 import { HostStepResource } from "../ssh/host-step-resource";
 
 export interface RemoteFileState {
   readonly host: string;
   readonly connection: SshEndpoint;
-  readonly sshPrivateKey: string;
+  /** The key's fingerprint; the key comes from the stack's configuration (../ssh/host-material.ts). */
+  readonly sshKeyFingerprint: string;
+  /** Older state only: the key itself. */
+  readonly sshPrivateKey?: string;
   readonly script: string;
   readonly path: string;
   /** Desired content on input; found content on output ("" when absent). */
@@ -38,7 +41,7 @@ export function parseFileReport(stdout: string): {
 }
 
 async function runFileScript(state: RemoteFileState, action: "read" | "write" | "delete") {
-  const result = await ssh.runHostScript(state.connection, state.sshPrivateKey, state.script, {
+  const result = await ssh.runHostScript(state.connection, state, state.script, {
     label: `${state.host} ${state.path}`,
     params: {
       ACTION: action,
@@ -65,7 +68,7 @@ export const remoteFileProvider: pulumi.dynamic.ResourceProvider = {
       "mode",
       "path",
       "script",
-      "sshPrivateKey",
+      "sshKeyFingerprint",
       "retainOnDelete",
       "host",
     ] as const;
@@ -123,13 +126,13 @@ export class RemoteFile extends pulumi.ComponentResource {
         this,
       );
     const file = new RemoteFileResource(
-      remoteFileProvider,
+      "remoteFile",
       REMOTE_FILE,
       `${name}-file`,
       {
         ssh: args.ssh,
         sshPrivateKey: args.sshPrivateKey,
-        script: componentFile(__dirname, "remote-file.sh"),
+        script: scriptRef(__dirname, "remote-file.sh"),
       },
       {
         host: args.hostName,

@@ -17,7 +17,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { ClusterSettings, NodeSpec, RKE2_JOIN_GATE, RKE2_NODE_START } from "../model";
-import { componentFile } from "../assets";
+import { scriptRef } from "../assets";
 import { desiredManagedKeys } from "./config-adoption";
 import { HostStepResource } from "../ssh/host-step-resource";
 import {
@@ -27,7 +27,7 @@ import {
   renderRke2ServerConfig,
   supervisorUrl,
 } from "./config";
-import { joinGateProvider, NodeStartInputs, nodeStartProvider, serverRef } from "./provider";
+import { NodeStartInputs, serverRef } from "./provider";
 
 export { renderRke2ServerConfig, renderRke2AgentConfig } from "./config";
 export { membershipOf, parseMemberList } from "./etcd-members";
@@ -102,10 +102,10 @@ export class Rke2Cluster extends pulumi.ComponentResource {
       );
     }
     const token = pulumi.secret(args.token);
-    const startScript = componentFile(__dirname, "rke2-start.sh");
-    const gateScript = componentFile(__dirname, "join-gate.sh");
-    const membersScript = componentFile(__dirname, "etcd-members.sh");
-    const factsScript = componentFile(__dirname, "rke2-facts.sh");
+    const startScript = scriptRef(__dirname, "rke2-start.sh");
+    const gateScript = scriptRef(__dirname, "join-gate.sh");
+    const membersScript = scriptRef(__dirname, "etcd-members.sh");
+    const factsScript = scriptRef(__dirname, "rke2-facts.sh");
     const [first] = servers;
     let previousGate: pulumi.Resource | undefined;
     let firstStart: NodeStartResource | undefined;
@@ -124,7 +124,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
       const config = token.apply(render);
       const managedKeys = pulumi.unsecret(config.apply(desiredManagedKeys));
       const start = new NodeStartResource(
-        nodeStartProvider,
+        "nodeStart",
         RKE2_NODE_START,
         `${name}-start-${node.name}`,
         { ssh: node.ssh, sshPrivateKey: args.sshPrivateKey, script: startScript },
@@ -172,7 +172,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
       });
       firstStart ??= start;
       previousGate = new HostStepResource(
-        joinGateProvider,
+        "joinGate",
         RKE2_JOIN_GATE,
         `${name}-gate-${node.name}`,
         { ssh: node.ssh, sshPrivateKey: args.sshPrivateKey, script: gateScript },

@@ -12,6 +12,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { SshEndpoint } from "../model";
 import * as ssh from "../ssh/run-script";
+import type { HostKeyState } from "../ssh/host-material";
+import { scriptText } from "../assets";
 import * as YAML from "yaml";
 import { dataDirOf, parseConfigFile, planConfig } from "./config-adoption";
 import { parseMemberList } from "./etcd-members";
@@ -34,7 +36,10 @@ export interface NodeStartInputs {
   readonly nodeIp: string;
   readonly role: "server" | "agent";
   readonly connection: SshEndpoint;
-  readonly sshPrivateKey: string;
+  /** The key's fingerprint; the key comes from the stack's configuration (../ssh/host-material.ts). */
+  readonly sshKeyFingerprint: string;
+  /** Older state only: the key itself. */
+  readonly sshPrivateKey?: string;
   readonly script: string;
   readonly factsScript: string;
   readonly membersScript: string;
@@ -78,12 +83,12 @@ const MEMBER_LIST_ATTEMPTS = 3;
 function runOn(
   target: SshEndpoint,
   label: string,
-  privateKey: string,
+  key: HostKeyState,
   script: string,
   params: Record<string, string>,
   timeoutMs: number,
 ) {
-  return ssh.runHostScript(target, privateKey, script, {
+  return ssh.runHostScript(target, key, script, {
     label,
     params,
     timeoutMs,
@@ -100,9 +105,9 @@ async function factsOf(
   const result = await runOn(
     target,
     `node ${node}`,
-    inputs.sshPrivateKey,
+    inputs,
     inputs.factsScript,
-    { ROLE: role, MEMBERS_SCRIPT: inputs.membersScript },
+    { ROLE: role, MEMBERS_SCRIPT: scriptText(inputs.membersScript, `node ${node}`) },
     FACTS_TIMEOUT_MS,
   );
   const facts = parseNodeFacts(result.stdout, node, role);
@@ -215,7 +220,7 @@ export async function startOnNode(
   const result = await runOn(
     inputs.connection,
     label,
-    inputs.sshPrivateKey,
+    inputs,
     inputs.script,
     {
       ROLE: inputs.role,
@@ -227,7 +232,7 @@ export async function startOnNode(
       FOUND_SHA256: facts.configSha256,
       NEW_CONFIG_B64: decision.writeConfig ? Buffer.from(plan.text).toString("base64") : "",
       ACTION: decision.action,
-      FACTS_SCRIPT: inputs.factsScript,
+      FACTS_SCRIPT: scriptText(inputs.factsScript, label),
     },
     START_TIMEOUT_MS,
   );
@@ -251,7 +256,7 @@ const PLAIN_INPUTS = [
   "role",
   "nodeIp",
   "connection",
-  "sshPrivateKey",
+  "sshKeyFingerprint",
   "script",
   "factsScript",
   "membersScript",
@@ -333,7 +338,10 @@ export interface FirstServerRef extends ServerRef {
 export interface JoinGateState {
   readonly node: string;
   readonly connection: SshEndpoint;
-  readonly sshPrivateKey: string;
+  /** The key's fingerprint; the key comes from the stack's configuration (../ssh/host-material.ts). */
+  readonly sshKeyFingerprint: string;
+  /** Older state only: the key itself. */
+  readonly sshPrivateKey?: string;
   readonly script: string;
   readonly membersScript: string;
   readonly timeoutSeconds: number;
@@ -361,7 +369,7 @@ export async function firstServerClusterId(state: JoinGateState, first: FirstSer
       const result = await runOn(
         first.connection,
         `node ${first.node}`,
-        state.sshPrivateKey,
+        state,
         state.membersScript,
         { DATA_DIR: first.dataDir ?? DEFAULT_DATA_DIR },
         FACTS_TIMEOUT_MS,
@@ -384,13 +392,13 @@ async function gate(state: JoinGateState): Promise<void> {
   await runOn(
     state.connection,
     `node ${state.node}`,
-    state.sshPrivateKey,
+    state,
     state.script,
     {
       NODE_NAME: state.node,
       TIMEOUT_SECONDS: String(state.timeoutSeconds),
       POLL_SECONDS: String(state.pollSeconds),
-      MEMBERS_SCRIPT: state.membersScript,
+      MEMBERS_SCRIPT: scriptText(state.membersScript, `node ${state.node}`),
       DATA_DIR: state.dataDir ?? DEFAULT_DATA_DIR,
       FIRST_SERVER: first?.node ?? "",
       FIRST_SERVER_CLUSTER_ID: firstClusterId,
@@ -404,7 +412,7 @@ export const joinGateProvider: pulumi.dynamic.ResourceProvider = {
     const keys = [
       "script",
       "membersScript",
-      "sshPrivateKey",
+      "sshKeyFingerprint",
       "timeoutSeconds",
       "pollSeconds",
       "connection",

@@ -11,7 +11,10 @@ import { inputsDiffer, runHostScript } from "./run-script";
 export interface HostCheckState {
   readonly node: string;
   readonly connection: SshEndpoint;
-  readonly sshPrivateKey: string;
+  /** The key's fingerprint; the key comes from the stack's configuration (../ssh/host-material.ts). */
+  readonly sshKeyFingerprint: string;
+  /** Older state only: the key itself. */
+  readonly sshPrivateKey?: string;
   readonly script: string;
 }
 
@@ -35,7 +38,7 @@ export function hostCheckProvider<S extends HostCheckState>(
   check: HostCheck<S>,
 ): pulumi.dynamic.ResourceProvider {
   const run = async (state: S): Promise<string[]> => {
-    const result = await runHostScript(state.connection, state.sshPrivateKey, state.script, {
+    const result = await runHostScript(state.connection, state, state.script, {
       label: check.label(state),
       params: check.params(state),
       timeoutMs: check.timeoutMs,
@@ -50,7 +53,7 @@ export function hostCheckProvider<S extends HostCheckState>(
   return {
     async diff(_id: string, olds: S, news: S) {
       const findings = olds[check.findingsKey] as unknown as readonly string[];
-      const keys: (keyof S)[] = [...check.inputs, "connection", "script", "sshPrivateKey"];
+      const keys: (keyof S)[] = [...check.inputs, "connection", "script", "sshKeyFingerprint"];
       return { changes: findings.length > 0 || inputsDiffer(olds, news, keys) };
     },
     create,

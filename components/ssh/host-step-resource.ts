@@ -1,28 +1,39 @@
 /**
  * The inputs every SSH-backed dynamic resource shares, written once: the host's pinned endpoint
- * as `connection` (the SSH policies check it), the private key as a secret that stays encrypted
- * in state, and the script the step runs there.
+ * as `connection` (the SSH policies check it), the fingerprint of the key the step connects with
+ * (the key itself is the stack's `sshPrivateKey`, read by the provider: ./host-material.ts), and
+ * the reference of the script the step runs there.
  */
 import * as pulumi from "@pulumi/pulumi";
+import type { HostProviderName } from "../host-providers";
 import type { DynamicResourceType, SshEndpoint } from "../model";
+import { sshKeyFingerprint } from "./host-material";
+import { providerStub } from "./provider-stub";
 import { pinnedEndpoint } from "./run-script";
 
 /** Where a step runs and what it runs. */
 export interface HostStepTarget {
   readonly ssh: SshEndpoint;
+  /** The stack's `sshPrivateKey`; only its fingerprint is recorded. */
   readonly sshPrivateKey: pulumi.Input<string>;
-  /** The step's script, as input `script`; a step whose script has another name (the cluster
-   * wait's `checkScript`) passes it among its own inputs. */
+  /** The step's script reference (`scriptRef`), as input `script`; a step whose script has
+   * another name (the cluster wait's `checkScript`) passes it among its own inputs. */
   readonly script?: string;
+}
+
+/** The fingerprint a step records for its key: not a secret (it names the public half). */
+export function keyFingerprint(privateKey: pulumi.Input<string>): pulumi.Output<string> {
+  return pulumi.unsecret(pulumi.output(privateKey).apply(sshKeyFingerprint));
 }
 
 export class HostStepResource extends pulumi.dynamic.Resource {
   /**
-   * `props` are the step's own inputs; `opts.additionalSecretOutputs` names outputs kept secret
-   * besides the private key.
+   * `props` are the step's own inputs; `opts.additionalSecretOutputs` names outputs kept secret.
+   * (`sshPrivateKey` stays listed: state written before fingerprints holds the key, and a
+   * refresh of it must keep it encrypted.)
    */
   constructor(
-    provider: pulumi.dynamic.ResourceProvider,
+    provider: HostProviderName,
     type: DynamicResourceType,
     name: string,
     target: HostStepTarget,
@@ -30,11 +41,11 @@ export class HostStepResource extends pulumi.dynamic.Resource {
     opts: pulumi.CustomResourceOptions,
   ) {
     super(
-      provider,
+      providerStub(provider),
       name,
       {
         connection: pinnedEndpoint(target.ssh),
-        sshPrivateKey: pulumi.secret(target.sshPrivateKey),
+        sshKeyFingerprint: keyFingerprint(target.sshPrivateKey),
         ...(target.script === undefined ? {} : { script: target.script }),
         ...props,
       },

@@ -13,6 +13,8 @@ import {
   hostStepOutcome,
   lockFileName,
 } from "./host-step";
+import { type HostKeyState, privateKeyFor } from "./host-material";
+import { scriptText } from "../assets";
 import { shellQuote } from "./shell-quote";
 
 export { shellQuote };
@@ -237,14 +239,18 @@ export interface HostScriptOptions {
  * On the host the script runs under a per-resource lock (a second run waits briefly, then fails
  * while the first is still active) and under `timeout`, so a step that overruns is stopped
  * there before this call returns, not left running unseen.
+ * `key` is the step's state (the key's fingerprint; older state, the key) and `script` its
+ * recorded script reference (older state, the text): see ./host-material.ts and ../assets.ts.
  */
 export async function runHostScript(
   target: SshEndpoint,
-  privateKey: string,
+  key: HostKeyState,
   script: string,
   options: HostScriptOptions,
 ): Promise<ScriptResult> {
   const label = options.label;
+  const privateKey = privateKeyFor(key, label);
+  const text = scriptText(script, label);
   const bounds = hostStepBounds(options.timeoutMs);
   let lockFile: string;
   try {
@@ -253,7 +259,7 @@ export async function runHostScript(
     throw new Error(`${label}: ${(err as Error).message}`);
   }
   const log = options.log;
-  const result = await runScript({ ...target, privateKey }, script, {
+  const result = await runScript({ ...target, privateKey }, text, {
     params: options.params,
     timeoutMs: bounds.clientBoundMs,
     command: hostStepCommand(lockFile, bounds),

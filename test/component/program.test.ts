@@ -5,6 +5,7 @@ import * as YAML from "yaml";
 import { EnvironmentModel, RecordedResource } from "../../components/model";
 import { labModel } from "../support/lab-stack";
 import { resourcesOf } from "../support/program";
+import { PROVIDER_STUB_MARKER } from "../../components/host-providers";
 import { isSecret } from "../support/secrets";
 import { waitsFor as waitsForIn } from "./graph";
 
@@ -74,11 +75,30 @@ describe("program (Pulumi mocks)", function () {
     for (const p of preflights) assert.deepEqual([...p.dependencies].sort(), serverPreps);
   });
 
-  it("passes the SSH private key only as a secret", () => {
-    const sshResources = resources.filter((r) => r.custom && "sshPrivateKey" in r.inputs);
+  it("records a loader as each dynamic resource's provider, not the provider's code", () => {
+    const dynamic = resources.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic/"));
+    assert.ok(dynamic.length >= 20);
+    for (const r of dynamic) {
+      const code = String(r.inputs.__provider);
+      assert.ok(code.includes(PROVIDER_STUB_MARKER), `${r.name}: no loader`);
+      assert.ok(code.length < 4096, `${r.name}: __provider is ${code.length} bytes`);
+      assert.doesNotMatch(code, /runHostScript|parseNodeFacts|BEGIN OPENSSH/, r.name);
+    }
+  });
+
+  it("records the SSH key's fingerprint in each step, never the key", () => {
+    const sshResources = resources.filter((r) => r.custom && "connection" in r.inputs);
     assert.ok(sshResources.length >= 9);
-    for (const r of sshResources)
-      assert.ok(isSecret(r.inputs.sshPrivateKey), `${r.name} holds the key in plain text`);
+    const holding = resources.filter((r) => JSON.stringify(r.inputs).includes("PRIVATE KEY"));
+    assert.deepEqual(
+      holding.map((r) => r.name),
+      [],
+      "resources whose inputs hold the key",
+    );
+    for (const r of sshResources) {
+      assert.match(String(r.inputs.sshKeyFingerprint), /^(SHA256:|unparsed:)/, r.name);
+      assert.ok(!("sshPrivateKey" in r.inputs), `${r.name} records sshPrivateKey`);
+    }
   });
 
   it("delivers the management cluster's DNS fix as a server manifest after that server is prepared", () => {

@@ -12,16 +12,16 @@ import {
   upstreamPreflightProvider,
   UpstreamPreflightState,
 } from "../../components/cluster-dns/preflight";
-import { nodeConnection, nodeFile } from "./lab";
+import { nodeConnection, nodeFile, stepKey } from "./lab";
 
 const NODE = 20;
 
 function file(content: string): RemoteFileState {
-  const { privateKey, ...connection } = nodeConnection(NODE);
+  const { privateKey: _key, ...connection } = nodeConnection(NODE);
   return {
     host: "sza122020.local",
     connection,
-    sshPrivateKey: privateKey,
+    ...stepKey(),
     script: componentFile(path.join(__dirname, "../../components/remote-file"), "remote-file.sh"),
     path: DNS_MANIFEST_PATH,
     content,
@@ -32,11 +32,11 @@ function file(content: string): RemoteFileState {
 }
 
 function preflight(upstreams: string[]): UpstreamPreflightState {
-  const { privateKey, ...connection } = nodeConnection(NODE);
+  const { privateKey: _key, ...connection } = nodeConnection(NODE);
   return {
     node: "sza122020.local",
     connection,
-    sshPrivateKey: privateKey,
+    ...stepKey(),
     script: componentFile(
       path.join(__dirname, "../../components/cluster-dns"),
       "preflight-upstreams.sh",

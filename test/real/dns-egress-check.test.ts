@@ -20,7 +20,7 @@ import {
   renderManifest,
 } from "../../components/cluster-dns/manifests";
 import { labModel } from "../support/lab-stack";
-import { lab, LAB_DIR, nodeConnection, run } from "./lab";
+import { lab, LAB_DIR, nodeConnection, run, stepKey } from "./lab";
 
 const KUBECONFIG = path.join(LAB_DIR, "kube", "cluster-api.kubeconfig");
 /** The real kubectl the toolchain built, on the real apiserver. */
@@ -158,11 +158,11 @@ describe("DNS egress check on real NetworkPolicies (real kube-apiserver, real SS
 
   describe("over SSH on a server where RKE2 has not started", () => {
     const ssh = (namespaces: { name: string; isolate: boolean }[]): SshEgressCheckState => {
-      const { privateKey, ...connection } = nodeConnection(20);
+      const { privateKey: _key, ...connection } = nodeConnection(20);
       return {
         node: "sza122020.local",
         connection,
-        sshPrivateKey: privateKey,
+        ...stepKey(),
         script: componentFile(
           path.join(__dirname, "../../components/cluster-dns"),
           "egress-facts.sh",

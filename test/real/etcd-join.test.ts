@@ -29,9 +29,9 @@ import {
   labNs,
   nodeConnection,
   nodeFile,
-  operatorKey,
   REPO,
   run,
+  stepKey,
   unitState,
 } from "./lab";
 
@@ -155,7 +155,7 @@ function stepInputs(
     nodeIp: node.ip,
     role: "server",
     connection: target(node),
-    sshPrivateKey: operatorKey(),
+    ...stepKey(),
     script: startScript,
     factsScript,
     membersScript: members,
@@ -364,7 +364,7 @@ describe("RKE2 join against real etcd", function () {
     const gateState = (node: typeof A, first?: FirstServerRef): JoinGateState => ({
       node: node.name,
       connection: target(node),
-      sshPrivateKey: operatorKey(),
+      ...stepKey(),
       script: gateScript,
       membersScript,
       timeoutSeconds: 120,

@@ -8,6 +8,11 @@ import * as assert from "assert/strict";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
+import {
+  SSH_KEY_CONFIG,
+  sshKeyFingerprint,
+  useStackConfig,
+} from "../../components/ssh/host-material";
 import type { SshConnection } from "../../components/ssh/run-script";
 
 export const LAB_PREFIX = process.env.RKE2R_LAB_PREFIX ?? "rke2r";
@@ -70,6 +75,16 @@ export const REPO = path.resolve(__dirname, "..", "..", "..");
 
 export function operatorKey(): string {
   return fs.readFileSync(path.join(LAB_DIR, "keys", "operator_ed25519"), "utf8");
+}
+
+/**
+ * What a step's state records for the operator key, with the key given to the providers as the
+ * stack's `sshPrivateKey` the way Pulumi's configure call gives it.
+ */
+export function stepKey(): { sshKeyFingerprint: string } {
+  const key = operatorKey();
+  useStackConfig((name) => (name === SSH_KEY_CONFIG ? key : undefined));
+  return { sshKeyFingerprint: sshKeyFingerprint(key) };
 }
 
 /** The ed25519 host key (type and key) of the sshd whose files are in `dir`. */

@@ -6,15 +6,15 @@ import { componentFile } from "../../components/assets";
 import { dnsHostRecords, parseDnsHosts } from "../../components/libvirt-dns/render";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
-import { digA, handAddDnsHost, handDeleteDnsHost, kvmConnection, lab, virsh } from "./lab";
+import { digA, handAddDnsHost, handDeleteDnsHost, kvmConnection, lab, stepKey, virsh } from "./lab";
 
 const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
 
 function desired(records: Record<string, string[]>, network = "default"): LibvirtDnsState {
-  const { privateKey, ...connection } = kvmConnection();
+  const { privateKey: _key, ...connection } = kvmConnection();
   return {
     connection,
-    sshPrivateKey: privateKey,
+    ...stepKey(),
     network,
     subnet: "192.168.122.0/24",
     records: dnsHostRecords(records),

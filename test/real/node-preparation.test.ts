@@ -20,16 +20,25 @@ import {
 import { runScript } from "../../components/ssh/run-script";
 import { DEFAULT_UNMANAGED_DEVICES } from "../../components/model";
 import { parsePortChecks, PortCheck } from "../../components/node-preparation/preflight";
-import { inNamespace, lab, labNs, nodeConnection, nodeFile, ruleset, unitState } from "./lab";
+import {
+  inNamespace,
+  lab,
+  labNs,
+  nodeConnection,
+  nodeFile,
+  ruleset,
+  stepKey,
+  unitState,
+} from "./lab";
 
 const NM_CONF = "/etc/NetworkManager/conf.d/99-rke2-unmanaged.conf";
 
 function desired(octet: number, bringUpKubeIpvs = false): NodePreparationState {
-  const { privateKey, ...connection } = nodeConnection(octet);
+  const { privateKey: _key, ...connection } = nodeConnection(octet);
   return {
     node: `sza122${String(octet).padStart(3, "0")}.local`,
     connection,
-    sshPrivateKey: privateKey,
+    ...stepKey(),
     script: componentFile(
       path.join(__dirname, "../../components/node-preparation"),
       "prepare-node.sh",

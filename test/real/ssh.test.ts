@@ -10,7 +10,7 @@ import * as os from "os";
 import * as path from "path";
 import { fingerprintOfKeyLine } from "../../components/ssh/host-key";
 import { runHostScript, runScript, SshConnection } from "../../components/ssh/run-script";
-import { inNamespace, LAB_DIR, labNs, nodeConnection } from "./lab";
+import { inNamespace, LAB_DIR, labNs, nodeConnection, stepKey } from "./lab";
 
 describe("SSH to lab hosts", function () {
   this.timeout(60000);
@@ -208,7 +208,7 @@ describe("steps on a host: stopped when they overrun, never two at once", functi
 
   it("keeps the script and its parameters off the host's command line", async () => {
     const secret = "s3cret-token-value";
-    const r = await runHostScript(target, conn.privateKey, ": script-text-marker; ps -eo args", {
+    const r = await runHostScript(target, stepKey(), ": script-text-marker; ps -eo args", {
       label: "ssh test process list",
       params: { TOKEN: secret },
       timeoutMs: 20000,
@@ -221,7 +221,7 @@ describe("steps on a host: stopped when they overrun, never two at once", functi
     await runScript(conn, `rm -f ${PIDS}`);
     const started = Date.now();
     await assert.rejects(
-      runHostScript(target, conn.privateKey, `sleep 60 & echo "$$ $!" > ${PIDS}; wait`, {
+      runHostScript(target, stepKey(), `sleep 60 & echo "$$ $!" > ${PIDS}; wait`, {
         label: "ssh test overrun",
         timeoutMs: 8000,
       }),
@@ -245,7 +245,7 @@ describe("steps on a host: stopped when they overrun, never two at once", functi
     const started = new Promise<void>((resolve) => (firstStarted = resolve));
     const first = runHostScript(
       target,
-      conn.privateKey,
+      stepKey(),
       "echo 'step: started' >&2; sleep 6; echo first",
       {
         label: "ssh test lock",
@@ -255,7 +255,7 @@ describe("steps on a host: stopped when they overrun, never two at once", functi
     );
     await started;
     await assert.rejects(
-      runHostScript(target, conn.privateKey, "echo second", {
+      runHostScript(target, stepKey(), "echo second", {
         label: "ssh test lock",
         timeoutMs: 8000,
       }),
@@ -269,7 +269,7 @@ describe("steps on a host: stopped when they overrun, never two at once", functi
     );
     assert.equal((await first).stdout, "first\n");
     // Once the first run is over, the lock is free again.
-    const again = await runHostScript(target, conn.privateKey, "echo second", {
+    const again = await runHostScript(target, stepKey(), "echo second", {
       label: "ssh test lock",
       timeoutMs: 8000,
     });

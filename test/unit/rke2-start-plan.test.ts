@@ -466,7 +466,7 @@ describe("what makes a node step run again (diff after refresh or a stack change
     nodeIp: "192.168.122.21",
     role: "server" as const,
     connection: { host: "192.168.122.21", port: 22, user: "root", hostKey: "ssh-ed25519 AAAA" },
-    sshPrivateKey: "key",
+    sshKeyFingerprint: "SHA256:test",
     script: "start",
     factsScript: "facts",
     membersScript: "members",
