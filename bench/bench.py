@@ -378,6 +378,10 @@ def scaling_rows(rows, section, label, time_target):
         if changed:
             text += f"; nodes reporting changes: {'/'.join(str(c) for c in changed)}"
         text += f"; {ssh}{cpu_text(r)}"
+        state = r.get("state_bytes")
+        if state:
+            size = median(state)
+            text += f"; state {size / 1024:.0f} KB ({size / 1024 / n:.1f} KB per node)"
         failed = any(c != 0 for c in r.get("rc") or [1])
         verdicts = [f"SSH {verdict(ssh_ok)}"]
         target = "one SSH connection per host per operation"

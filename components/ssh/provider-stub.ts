@@ -4,11 +4,11 @@
  * provider there. Pulumi serializes this object into the resource's state (`__provider`), so it
  * captures only two strings; the provider's code stays in the package.
  *
- * The dynamic-provider process runs in the project directory, as the program does
- * (pulumi/pulumi@v3.276.0 sdk/nodejs/cmd/dynamic-provider/index.ts: the engine starts it with
- * the program's working directory), so the module is found relative to it. When the program
+ * The dynamic-provider process runs in the program's working directory (for this project
+ * `infra/`, the directory of `main`), so the module is found relative to it. When the program
  * runs from TypeScript source, the loader registers ts-node there the way Pulumi's own runner
- * picks it (sdk/nodejs/tsutils.ts `typeScriptRequireStrings`), transpiling only.
+ * picks it (pulumi/pulumi@v3.276.0 sdk/nodejs/tsutils.ts `typeScriptRequireStrings`), with the
+ * package's tsconfig.json, transpiling only.
  */
 import * as path from "path";
 import type * as pulumi from "@pulumi/pulumi";
@@ -35,7 +35,7 @@ export function providerStub(name: HostProviderName): pulumi.dynamic.ResourcePro
       require(ts.tsnodeRequire).register({
         compiler: ts.typescriptRequire,
         transpileOnly: true,
-        project: nodePath.resolve(process.cwd(), "tsconfig.json"),
+        project: nodePath.join(nodePath.dirname(file), "..", "tsconfig.json"),
       });
     }
     const provider = require(file).hostProvider(name);

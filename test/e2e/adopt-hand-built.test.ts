@@ -10,7 +10,7 @@ import { createHash } from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import * as YAML from "yaml";
-import { pulumiOn } from "./cli";
+import { pulumiIn, pulumiOn } from "./cli";
 import {
   hostKeyIn,
   LAB_DIR,
@@ -326,6 +326,139 @@ function adoptionSuite(variant: "as-found" | "with-extras"): void {
     });
   });
 }
+
+/**
+ * main before host steps kept provider code, scripts and the SSH key out of state: a stack it
+ * wrote must upgrade in place. Its tree is read from git history (a clean clone has it).
+ */
+const PREVIOUS_MAIN = "fb7e704";
+
+/** The previous release's tree, with this checkout's npm dependencies (the same lock file). */
+function previousTree(): string {
+  const dir = fs.mkdtempSync(path.join(LAB_DIR, "previous-main-"));
+  const tar = run("bash", ["-c", `git -C ${REPO} archive ${PREVIOUS_MAIN} | tar -x -C ${dir}`]);
+  assert.equal(tar.status, 0, `cannot read ${PREVIOUS_MAIN} from git history: ${tar.stderr}`);
+  fs.symlinkSync(path.join(REPO, "node_modules"), path.join(dir, "node_modules"));
+  return dir;
+}
+
+interface StateResource {
+  readonly urn: string;
+  readonly type: string;
+  readonly id?: string;
+  readonly inputs?: Record<string, unknown>;
+  readonly outputs?: Record<string, unknown>;
+}
+
+/** The stack's state with secrets shown, so a key copy would be seen in it. */
+function exportedState(): { bytes: number; resources: StateResource[] } {
+  const r = pulumi("stack", "export", "--show-secrets");
+  assert.equal(r.status, 0, r.out);
+  const json = r.out.slice(r.out.indexOf("{"), r.out.lastIndexOf("}") + 1);
+  const plain = pulumi("stack", "export");
+  return {
+    bytes: plain.out.length,
+    resources: (JSON.parse(json) as { deployment: { resources: StateResource[] } }).deployment
+      .resources,
+  };
+}
+
+const holdsKey = (r: StateResource) => JSON.stringify(r).includes("PRIVATE KEY");
+const providerCode = (r: StateResource) =>
+  Math.max(String(r.inputs?.__provider ?? "").length, String(r.outputs?.__provider ?? "").length);
+
+describe("a stack written by the previous release (state upgrade)", function () {
+  this.timeout(900000);
+  let previous: string;
+  let found: Snapshot;
+  let previousState: { bytes: number; resources: StateResource[] };
+
+  before(() => {
+    buildEstate("with-extras");
+    adoptingStack();
+    previous = previousTree();
+    fs.copyFileSync(
+      path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`),
+      path.join(previous, "stacks", `Pulumi.${STACK}.yaml`),
+    );
+    const up = pulumiIn(previous, STACK, ["up", "--yes"]);
+    assert.equal(up.status, 0, up.out);
+    found = snapshot();
+    previousState = exportedState();
+  });
+  after(() => {
+    removeStack();
+    fs.rmSync(previous, { recursive: true, force: true });
+  });
+
+  it("the previous release's state holds provider code and the key in its host steps", () => {
+    const steps = previousState.resources.filter((r) =>
+      r.type.startsWith("pulumi-nodejs:dynamic/"),
+    );
+    assert.ok(steps.length >= 9);
+    assert.ok(steps.every((r) => providerCode(r) > 10000));
+    assert.ok(steps.filter(holdsKey).length >= 9);
+    console.log(
+      `    previous release: ${previousState.bytes} bytes of state, ${steps.length} host steps`,
+    );
+  });
+
+  it("pulumi preview plans no replacement, only updates of the host steps' state", () => {
+    const r = pulumi("preview", "--json");
+    assert.equal(r.status, 0, r.out);
+    const steps = (
+      JSON.parse(r.out.slice(r.out.indexOf("{"), r.out.lastIndexOf("}") + 1)) as {
+        steps: { op: string; urn: string }[];
+      }
+    ).steps;
+    const ops = new Set(steps.map((s) => s.op));
+    for (const op of ["replace", "create-replacement", "delete-replaced", "create", "delete"])
+      assert.ok(!ops.has(op), `preview plans ${op}: ${JSON.stringify(steps)}`);
+    assert.ok(steps.some((s) => s.op === "update"));
+  });
+
+  it("pulumi up rewrites the state without touching a server, and keeps no key or provider code", () => {
+    const calls = SERVERS.map(callCount);
+    const r = pulumi("up", "--yes");
+    assert.equal(r.status, 0, r.out);
+    assert.doesNotMatch(r.out, /replaced|created|deleted/);
+    SERVERS.forEach((octet, i) => {
+      assert.deepEqual(history(octet), found.history[i], `rke2-server on .${octet} was touched`);
+      assert.equal(callCount(octet), calls[i], `systemctl ran on .${octet}`);
+      assertDbKept(octet, found.db[i]);
+      assert.equal(configBytes(octet), found.bytes[i], `.${octet}'s config.yaml was rewritten`);
+    });
+    const upgraded = exportedState();
+    const ids = new Map(previousState.resources.map((x) => [x.urn, x.id]));
+    for (const x of upgraded.resources) assert.equal(x.id, ids.get(x.urn), `${x.urn} has a new id`);
+    const steps = upgraded.resources.filter((x) => x.type.startsWith("pulumi-nodejs:dynamic/"));
+    assert.deepEqual(
+      steps.filter(holdsKey).map((x) => x.urn),
+      [],
+      "steps still holding the key",
+    );
+    assert.deepEqual(
+      steps.filter((x) => providerCode(x) > 4096).map((x) => x.urn),
+      [],
+      "steps still holding provider code",
+    );
+    const keyHolders = upgraded.resources.filter(holdsKey).map((x) => x.type);
+    assert.deepEqual(keyHolders, ["pulumi:providers:pulumi-nodejs"], "the key is not stored once");
+    console.log(`    upgraded: ${upgraded.bytes} bytes of state (was ${previousState.bytes})`);
+  });
+
+  it("the next preview plans nothing for the steps the upgrade rewrote", () => {
+    const r = pulumi("preview", "--json");
+    assert.equal(r.status, 0, r.out);
+    const steps = (
+      JSON.parse(r.out.slice(r.out.indexOf("{"), r.out.lastIndexOf("}") + 1)) as {
+        steps: { op: string; urn: string }[];
+      }
+    ).steps;
+    const changing = steps.filter((x) => x.op !== "same").map((x) => `${x.op} ${x.urn}`);
+    assert.deepEqual(changing, []);
+  });
+});
 
 describe("adopting hand-built estates (lab estate)", function () {
   this.timeout(900000);

@@ -12,11 +12,21 @@ export function pulumiOn(
   args: readonly string[],
   input?: string,
 ): { status: number; out: string } {
+  return pulumiIn(REPO, stack, args, input);
+}
+
+/** The same in another checkout of the project (`dir`): an earlier release's tree, say. */
+export function pulumiIn(
+  dir: string,
+  stack: string,
+  args: readonly string[],
+  input?: string,
+): { status: number; out: string } {
   const r = spawnSync(
     "pulumi",
     [...args, "--stack", stack, "--non-interactive", "--color", "never"],
     {
-      cwd: REPO,
+      cwd: dir,
       encoding: "utf8",
       timeout: 540000,
       input,
