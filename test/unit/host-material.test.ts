@@ -1,0 +1,164 @@
+/**
+ * What keeps scripts, the SSH key and provider code out of a host step's state: script
+ * references, the key's fingerprint and the stack's key, and the one-time rewrite of older state.
+ */
+import * as assert from "assert/strict";
+import { execFileSync } from "child_process";
+import * as crypto from "crypto";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { isScriptRef, scriptDigest, scriptRef, scriptText } from "../../components/assets";
+import { hostProvider, upgradeState } from "../../components/host-providers";
+import {
+  privateKeyFor,
+  sshKeyFingerprint,
+  useStackConfig,
+} from "../../components/ssh/host-material";
+
+const REPO = path.resolve(__dirname, "..", "..", "..");
+const PREPARE = path.join(REPO, "components", "node-preparation", "prepare-node.sh");
+
+/** A key made by ssh-keygen, and the fingerprint ssh-keygen prints for it. */
+function generatedKey(): { key: string; fingerprint: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-key-"));
+  const file = path.join(dir, "id");
+  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", file]);
+  const printed = execFileSync("ssh-keygen", ["-l", "-f", file], { encoding: "utf8" });
+  const key = fs.readFileSync(file, "utf8");
+  fs.rmSync(dir, { recursive: true });
+  return { key, fingerprint: printed.split(/\s+/)[1] };
+}
+
+describe("host material kept out of state", () => {
+  describe("script references", () => {
+    const ref = scriptRef(path.dirname(PREPARE), "prepare-node.sh");
+    const text = fs.readFileSync(PREPARE, "utf8");
+
+    it("name the file by its path in the package and its SHA-256", () => {
+      const digest = crypto.createHash("sha256").update(text).digest("hex");
+      assert.match(
+        ref,
+        new RegExp(
+          `^components/node-preparation/prepare-node\\.sh@sha256:${digest} \\(rke2-remediation [0-9.]+\\)$`,
+        ),
+      );
+      assert.ok(isScriptRef(ref));
+      assert.ok(!isScriptRef(text));
+      assert.equal(scriptDigest(ref), scriptDigest(text));
+    });
+
+    it("resolve to the file's text, and older state's text to itself", () => {
+      assert.equal(scriptText(ref, "node n1"), text);
+      assert.equal(scriptText("#!/bin/bash\necho hi\n", "node n1"), "#!/bin/bash\necho hi\n");
+    });
+
+    it("refuse a file whose content no longer has the recorded hash, naming the step", () => {
+      const stale = ref.replace(/@sha256:[0-9a-f]{64}/, `@sha256:${"0".repeat(64)}`);
+      assert.throws(
+        () => scriptText(stale, "node n1"),
+        /^Error: node n1: components\/node-preparation\/prepare-node\.sh changed after this run planned it .*nothing ran on the host/,
+      );
+    });
+  });
+
+  describe("the SSH key", () => {
+    const { key, fingerprint } = generatedKey();
+
+    it("is recorded by the fingerprint ssh-keygen prints for it", () => {
+      assert.equal(sshKeyFingerprint(key), fingerprint);
+    });
+
+    it("is read from the stack's sshPrivateKey when its fingerprint matches", () => {
+      useStackConfig((name) => (name === "sshPrivateKey" ? key : undefined));
+      assert.equal(privateKeyFor({ sshKeyFingerprint: fingerprint }, "node n1"), key);
+    });
+
+    it("another key in the stack is refused, naming the step and both fingerprints, never the key", () => {
+      const other = generatedKey();
+      useStackConfig((name) => (name === "sshPrivateKey" ? other.key : undefined));
+      assert.throws(
+        () => privateKeyFor({ sshKeyFingerprint: fingerprint }, "node n1"),
+        (err: Error) =>
+          err.message.startsWith("node n1: ") &&
+          err.message.includes(fingerprint) &&
+          err.message.includes(other.fingerprint) &&
+          !err.message.includes("PRIVATE KEY"),
+      );
+      useStackConfig(() => undefined);
+      assert.throws(
+        () => privateKeyFor({ sshKeyFingerprint: fingerprint }, "node n1"),
+        /node n1: the stack sets no sshPrivateKey; set it with `pulumi config set --secret sshPrivateKey/,
+      );
+    });
+
+    it("older state that holds the key itself still connects with it", () => {
+      useStackConfig(() => undefined);
+      assert.equal(privateKeyFor({ sshPrivateKey: key }, "node n1"), key);
+    });
+  });
+
+  describe("older state", () => {
+    const ref = scriptRef(path.dirname(PREPARE), "prepare-node.sh");
+    const text = fs.readFileSync(PREPARE, "utf8");
+    const { key, fingerprint } = generatedKey();
+    const news = { node: "n1", script: ref, sshKeyFingerprint: fingerprint, __provider: "loader" };
+
+    it("is upgraded: the key becomes its fingerprint, a script of the same text its reference", () => {
+      const olds = {
+        node: "n1",
+        script: text,
+        sshPrivateKey: key,
+        __provider: "exports.handler = big",
+      };
+      const { state, older } = upgradeState(olds, news);
+      assert.ok(older);
+      assert.deepEqual(state, { node: "n1", script: ref, sshKeyFingerprint: fingerprint });
+    });
+
+    it("a script whose text differs stays different, so the step still runs it", () => {
+      const { state } = upgradeState(
+        { node: "n1", script: "#!/bin/sh\n", sshPrivateKey: key },
+        news,
+      );
+      assert.equal(state.script, "#!/bin/sh\n");
+    });
+
+    it("state this version wrote is not older", () => {
+      const loader = "exports.handler = ... rke2-remediation provider loader ...";
+      const { older } = upgradeState({ ...news, __provider: loader }, news);
+      assert.equal(older, false);
+    });
+
+    it("an unchanged step is rewritten without its host: update returns the upgraded state", async () => {
+      const provider = hostProvider("nodePreparation");
+      const desired = {
+        node: "n1",
+        connection: { host: "192.168.122.20", port: 22, user: "root", hostKey: "ssh-ed25519 AAAA" },
+        bringUpKubeIpvs: false,
+        firewallServicesDisabled: true,
+        nmCloudSetupDisabled: true,
+        rejectRulesAbsent: true,
+        networkManagerConfig: "[keyfile]\n",
+      };
+      const olds = {
+        ...desired,
+        script: text,
+        sshPrivateKey: key,
+        __provider: "exports.handler = big",
+      };
+      const planned = {
+        ...desired,
+        script: ref,
+        sshKeyFingerprint: fingerprint,
+        __provider: "loader",
+      };
+      const diff = await provider.diff("n1/node-preparation", olds, planned);
+      assert.equal(diff.changes, true);
+      assert.deepEqual(diff.replaces, []);
+      // (The connection points at no lab: a host contact would fail, not hang.)
+      const { outs } = await provider.update("n1/node-preparation", olds, planned);
+      assert.deepEqual(outs, { ...desired, script: ref, sshKeyFingerprint: fingerprint });
+    });
+  });
+});
