@@ -452,6 +452,29 @@ def scale_rows(rows):
                     r["command"],
                 )
             )
+    previews = {r["nodes"]: r for r in rows if r["case"].startswith("preview-")}
+    for n in sorted(previews):
+        r = previews[n]
+        med, text = runs_summary(r)
+        cpu = median(r.get("cpu_ms") or [])
+        text += f"; {r.get('resources')} resources planned"
+        if cpu is not None:
+            text += f"; CPU (median) {fmt_ms(cpu)}"
+        smallest = min(previews)
+        base_cpu = median(previews[smallest].get("cpu_ms") or [])
+        if n != smallest and cpu is not None and base_cpu is not None:
+            text += f"; {(cpu - base_cpu) / (n - smallest):.1f} ms CPU per added node"
+        failed = any(c != 0 for c in r.get("rc") or [1])
+        out.append(
+            (
+                "4 Program scale",
+                f"pulumi preview (real CLI, empty state), {n} nodes",
+                text,
+                "measured (no target)",
+                "**run failed**" if failed else "measured",
+                r["command"],
+            )
+        )
     return out
 
 
@@ -508,6 +531,89 @@ def joingate_rows(rows):
             case = "leader's promotion → gate passes on the joining server"
         out.append(("5 Join-gate latency", case, text, target, verdict(ok), r["command"]))
     return out
+
+
+# --- history ------------------------------------------------------------------------------------
+
+# Per run, the figures that grow with the estate, so a regression shows against earlier runs.
+HISTORY_KEEP = 10
+REGRESSION = 1.2
+
+
+def figures(rows):
+    """{figure name: value} of the rows this run measured (carried rows are earlier runs')."""
+    out = {}
+    for r in rows:
+        if r.get("measured_on"):
+            continue
+        wall = median(r.get("wall_ms") or [])
+        label = f"{r['section']} {r['case']}"
+        if wall is not None and r["section"] in ("converge", "drift", "scale"):
+            out[f"{label}: wall ms"] = wall
+        cpu = [c for c in (r.get("cpu") or []) if c]
+        if cpu:
+            out[f"{label}: pulumi CPU ms"] = median([c["operator_ms"] for c in cpu])
+            out[f"{label}: hosts CPU ms"] = median([c["hosts_ms"] for c in cpu])
+        if r.get("cpu_ms"):
+            out[f"{label}: CPU ms"] = median(r["cpu_ms"])
+        if r.get("state_bytes"):
+            out[f"{label}: state bytes per node"] = round(median(r["state_bytes"]) / r["nodes"])
+    return out
+
+
+def update_history(path, meta, rows):
+    """Appends this run's figures to the history file; returns the last HISTORY_KEEP runs."""
+    runs = []
+    if os.path.exists(path):
+        with open(path, encoding="utf8") as f:
+            runs = [json.loads(line) for line in f if line.strip()]
+    now = figures(rows)
+    if now:
+        runs.append({"date": meta.get("date"), "source": meta.get("source"), "figures": now})
+        with open(path, "w", encoding="utf8") as f:
+            for run in runs:
+                f.write(json.dumps(run, sort_keys=True) + "\n")
+    return runs[-HISTORY_KEEP:]
+
+
+def history_lines(runs):
+    """A table per figure across runs; a value 20 % above the run before it is a regression."""
+    if len(runs) < 1:
+        return ["- no earlier run recorded"]
+    names = sorted({k for run in runs for k in run["figures"]})
+    lines = ["| figure | " + " | ".join(str(run["date"]) for run in runs) + " |"]
+    lines.append("|---|" + "---|" * len(runs))
+    regressions = []
+    for name in names:
+        cells, before = [], None
+        for run in runs:
+            value = run["figures"].get(name)
+            if value is None:
+                cells.append("-")
+                continue
+            text = f"{value:.0f}"
+            if before is not None and before > 0 and value > before * REGRESSION:
+                text = f"**{text}** (+{(value / before - 1) * 100:.0f} %)"
+                if run is runs[-1]:
+                    regressions.append(f"{name}: {before:.0f} -> {value:.0f}")
+            cells.append(text)
+            before = value
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "Regressions in this run (over 20 % above the run before): " + ("; ".join(regressions) or "none") + "."]
+    return lines
+
+
+def cmd_history_add(args):
+    """Adds an earlier results.json's figures to the history file, one run per date measured."""
+    results = load(args.results)
+    meta = results.get("meta", {})
+    runs = collections.defaultdict(list)
+    for r in results.get("measurements", []):
+        when = r.get("measured_on") or f"{meta.get('date')} ({meta.get('source')})"
+        runs[when].append({k: v for k, v in r.items() if k != "measured_on"})
+    for when in sorted(runs):
+        date, _, source = when.partition(" ")
+        update_history(args.history, {"date": date, "source": source.strip("()")}, runs[when])
 
 
 def cmd_report(args):
@@ -616,6 +722,10 @@ def cmd_report(args):
     ]
     for t in table:
         lines.append("| " + " | ".join(cell(x) if i != 5 else f"`{cell(x)}`" for i, x in enumerate(t)) + " |")
+    history = update_history(args.history, meta, rows) if args.history else []
+    lines += ["", "## History", ""]
+    lines += [f"Each run's figures, from `{os.path.basename(args.history or '')}` (the last {HISTORY_KEEP} runs)."] if history else []
+    lines += [""] + history_lines(history)
     lines += ["", "## Method", ""]
     lines += [f"- {m}" for m in meta.get("method", [])]
     lines += ["", "## Targets missed", ""]
@@ -662,12 +772,17 @@ def main():
     p.add_argument("--kv", action="append", help="key=value (value parsed as JSON when it is JSON)")
     p.add_argument("--json", action="append", help="key=path of a JSON file")
     p.set_defaults(func=cmd_record)
+    p = sub.add_parser("history-add")
+    p.add_argument("--results", required=True)
+    p.add_argument("--history", required=True)
+    p.set_defaults(func=cmd_history_add)
     p = sub.add_parser("report")
     p.add_argument("--measurements", required=True)
     p.add_argument("--meta", required=True)
     p.add_argument("--json-out", required=True)
     p.add_argument("--md-out", required=True)
     p.add_argument("--previous", help="results.json of an earlier run: sections not measured now are kept from it")
+    p.add_argument("--history", help="JSON lines of earlier runs' figures; this run's are appended")
     p.set_defaults(func=cmd_report)
     args = parser.parse_args()
     args.func(args)

@@ -9,13 +9,14 @@
  *     a downstream etcd and control-plane node the `rancher` key is dropped (uat1 needs both).
  *     Encryption salt and secrets are kept, so the stack's secrets still decrypt.
  *
- *   node bench/stacks.mjs scale --from stacks/Pulumi.lab.yaml --nodes 300 --out <yaml>
+ *   node bench/stacks.mjs scale --from stacks/Pulumi.lab.yaml --nodes 300 [--deploy hosts] --out <yaml>
  *     The seeds' estate grown to N nodes for `npm run verify -- --file`: 3 management servers
  *     (1 below 5 nodes), uat1's etcd+controlplane node, then management agents and uat1 workers
  *     taking turns. Node network widened to 192.168.0.0/16 for every size (a /24 holds 253 hosts);
  *     cluster and service CIDRs stay 10.x and disjoint. Host keys are placeholders of the right
  *     form, as in stacks/Pulumi.lab.yaml: an ed25519 key blob whose 32 key bytes spell
- *     PLACEHOLDER-<host>.
+ *     PLACEHOLDER-<host>. With --deploy hosts only the per-node parts are on (libvirt records,
+ *     node preparation, RKE2 on the management nodes), for `pulumi preview` of the stack.
  */
 import * as fs from "node:fs";
 import YAML from "yaml";
@@ -60,7 +61,6 @@ function subset(f) {
   const downstream = nodes.filter((n) => n.cluster && n.cluster !== "management");
   const roles = new Set(downstream.flatMap((n) => n.roles ?? []));
   if (!(roles.has("etcd") && roles.has("controlplane"))) {
-    delete config[`${NS}:rancher`];
     config[`${NS}:nodes`] = nodes.filter((n) => !n.cluster || n.cluster === "management");
   }
   config[`${NS}:deploy`] = {
@@ -109,6 +109,17 @@ function scale(f) {
   config[`${NS}:libvirt`].dnsRecords = { "ai-ear.cn": serverIps };
   config[`${NS}:rke2`].tlsSan = serverIps;
   config[`${NS}:dns`].staticHosts = { "ai-ear.cn": serverIps };
+  if (f.deploy === "hosts") {
+    // The parts whose resources are per node and reach only hosts: nothing in a preview needs
+    // the management cluster's API or Rancher.
+    config[`${NS}:deploy`] = {
+      libvirtDnsRecords: true,
+      nodePreparation: true,
+      rke2Servers: true,
+      clusterDns: false,
+      rancherClusters: false,
+    };
+  } else if (f.deploy !== undefined) throw new Error("--deploy takes hosts");
   const header = `# Written by bench/stacks.mjs scale: ${f.from} grown to ${n} nodes (placeholder host keys).\n`;
   fs.writeFileSync(
     f.out,
