@@ -186,6 +186,13 @@ function restartTimes(octet: number, from: number): string[] {
     .filter((l) => /systemctl (restart|start|try-restart|reload-or-restart) rke2-server/.test(l))
     .map((l) => l.split(" ")[0]);
 }
+/** The systemctl double's calls on a server after the first `from`. */
+const systemctlCalls = (octet: number, from: number) =>
+  fs
+    .readFileSync(nodeFile(octet, "/var/lib/systemctl-double/calls.log"), "utf8")
+    .split("\n")
+    .slice(from)
+    .filter(Boolean);
 const callCount = (octet: number) =>
   fs.readFileSync(nodeFile(octet, "/var/lib/systemctl-double/calls.log"), "utf8").split("\n")
     .length - 1;
@@ -353,7 +360,8 @@ interface StateResource {
 /** The stack's state with secrets shown, so a key copy would be seen in it. */
 function exportedState(): { bytes: number; resources: StateResource[] } {
   const r = pulumi("stack", "export", "--show-secrets");
-  assert.equal(r.status, 0, r.out);
+  // (Its output holds the stack's secrets: never in a message.)
+  assert.equal(r.status, 0, "pulumi stack export --show-secrets failed");
   const json = r.out.slice(r.out.indexOf("{"), r.out.lastIndexOf("}") + 1);
   const plain = pulumi("stack", "export");
   return {
@@ -424,7 +432,11 @@ describe("a stack written by the previous release (state upgrade)", function () 
     assert.doesNotMatch(r.out, /replaced|created|deleted/);
     SERVERS.forEach((octet, i) => {
       assert.deepEqual(history(octet), found.history[i], `rke2-server on .${octet} was touched`);
-      assert.equal(callCount(octet), calls[i], `systemctl ran on .${octet}`);
+      // Node preparation runs again for the reboot the estate still owes (it only reads there).
+      const changing = systemctlCalls(octet, calls[i]).filter(
+        (l) => !/ systemctl (is-enabled|is-active|list-unit-files) /.test(l),
+      );
+      assert.deepEqual(changing, [], `systemctl changed something on .${octet}`);
       assertDbKept(octet, found.db[i]);
       assert.equal(configBytes(octet), found.bytes[i], `.${octet}'s config.yaml was rewritten`);
     });
@@ -447,7 +459,7 @@ describe("a stack written by the previous release (state upgrade)", function () 
     console.log(`    upgraded: ${upgraded.bytes} bytes of state (was ${previousState.bytes})`);
   });
 
-  it("the next preview plans nothing for the steps the upgrade rewrote", () => {
+  it("the next preview plans nothing but the reboot the estate owes", () => {
     const r = pulumi("preview", "--json");
     assert.equal(r.status, 0, r.out);
     const steps = (
@@ -455,8 +467,14 @@ describe("a stack written by the previous release (state upgrade)", function () 
         steps: { op: string; urn: string }[];
       }
     ).steps;
-    const changing = steps.filter((x) => x.op !== "same").map((x) => `${x.op} ${x.urn}`);
-    assert.deepEqual(changing, []);
+    const changing = steps
+      .filter((x) => x.op !== "same")
+      .map((x) => `${x.op} ${x.urn.split("::").pop()}`);
+    // As right after adoption: node preparation stays a change until the owed reboot happened.
+    assert.deepEqual(
+      changing.sort(),
+      SERVERS.map((o) => `update prepare-${hostName(o)}.local-host`),
+    );
   });
 });
 

@@ -29,6 +29,8 @@ export function pulumiIn(
       cwd: dir,
       encoding: "utf8",
       timeout: 540000,
+      // (A stack export of the previous release's state is larger than spawnSync's 1 MiB default.)
+      maxBuffer: 256 * 1024 * 1024,
       input,
       env: { ...process.env, PULUMI_NODEJS_TRANSPILE_ONLY: "true" },
     },
