@@ -63,6 +63,15 @@ function subset(f) {
   if (!(roles.has("etcd") && roles.has("controlplane"))) {
     config[`${NS}:nodes`] = nodes.filter((n) => !n.cluster || n.cluster === "management");
   }
+  // Rancher runs on the management servers, and its names must list exactly the servers kept
+  // (the validation refuses names that send agents elsewhere).
+  const servers = config[`${NS}:nodes`].filter((n) => n.role === "server").map((n) => n.ip);
+  for (const names of [config[`${NS}:dns`]?.staticHosts, config[`${NS}:libvirt`]?.dnsRecords]) {
+    for (const name of Object.keys(names ?? {})) {
+      if (names[name].some((ip) => servers.includes(ip)))
+        names[name] = names[name].filter((ip) => servers.includes(ip));
+    }
+  }
   config[`${NS}:deploy`] = {
     libvirtDnsRecords: true,
     nodePreparation: true,
