@@ -371,6 +371,14 @@ function exportedState(): { bytes: number; resources: StateResource[] } {
   };
 }
 
+/** What `pulumi preview --json` plans: each step's operation and URN. */
+function previewSteps(): { op: string; urn: string }[] {
+  const r = pulumi("preview", "--json");
+  assert.equal(r.status, 0, r.out);
+  const json = r.out.slice(r.out.indexOf("{"), r.out.lastIndexOf("}") + 1);
+  return (JSON.parse(json) as { steps: { op: string; urn: string }[] }).steps;
+}
+
 const holdsKey = (r: StateResource) => JSON.stringify(r).includes("PRIVATE KEY");
 const providerCode = (r: StateResource) =>
   Math.max(String(r.inputs?.__provider ?? "").length, String(r.outputs?.__provider ?? "").length);
@@ -412,13 +420,7 @@ describe("a stack written by the previous release (state upgrade)", function () 
   });
 
   it("pulumi preview plans no replacement, only updates of the host steps' state", () => {
-    const r = pulumi("preview", "--json");
-    assert.equal(r.status, 0, r.out);
-    const steps = (
-      JSON.parse(r.out.slice(r.out.indexOf("{"), r.out.lastIndexOf("}") + 1)) as {
-        steps: { op: string; urn: string }[];
-      }
-    ).steps;
+    const steps = previewSteps();
     const ops = new Set(steps.map((s) => s.op));
     for (const op of ["replace", "create-replacement", "delete-replaced", "create", "delete"])
       assert.ok(!ops.has(op), `preview plans ${op}: ${JSON.stringify(steps)}`);
@@ -460,13 +462,7 @@ describe("a stack written by the previous release (state upgrade)", function () 
   });
 
   it("the next preview plans nothing but the reboot the estate owes", () => {
-    const r = pulumi("preview", "--json");
-    assert.equal(r.status, 0, r.out);
-    const steps = (
-      JSON.parse(r.out.slice(r.out.indexOf("{"), r.out.lastIndexOf("}") + 1)) as {
-        steps: { op: string; urn: string }[];
-      }
-    ).steps;
+    const steps = previewSteps();
     const changing = steps
       .filter((x) => x.op !== "same")
       .map((x) => `${x.op} ${x.urn.split("::").pop()}`);
