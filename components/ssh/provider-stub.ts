@@ -4,8 +4,10 @@
  * provider there. Pulumi serializes this object into the resource's state (`__provider`), so it
  * captures only two strings; the provider's code stays in the package.
  *
- * The dynamic-provider process runs in the program's working directory (for this project
- * `infra/`, the directory of `main`), so the module is found relative to it. When the program
+ * The dynamic-provider process runs in the program's working directory: the directory of the
+ * project's `main` (`infra/` here; pulumi/pulumi@v3.276.0 pkg/engine/project.go `getPwdMain`),
+ * where the engine starts every plugin (sdk/go/common/resource/plugin/plugin.go, `cmd.Dir = pwd`),
+ * so the module is found relative to it. When the program
  * runs from TypeScript source, the loader registers ts-node there the way Pulumi's own runner
  * picks it (pulumi/pulumi@v3.276.0 sdk/nodejs/tsutils.ts `typeScriptRequireStrings`), with the
  * package's tsconfig.json, transpiling only.
