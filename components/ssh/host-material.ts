@@ -6,9 +6,9 @@
  * pkg/resource/deploy/target.go `GetPackageConfig`: "For dynamic providers, we always pass the
  * full configuration"), so the key is stored once, in the provider's entry, encrypted.
  */
-import * as crypto from "crypto";
 import { utils as sshUtils } from "ssh2";
 import { sha256 } from "../assets";
+import { fingerprintOfBlob } from "./host-key";
 
 const fingerprints = new Map<string, string>();
 
@@ -25,7 +25,7 @@ export function sshKeyFingerprint(privateKey: string): string {
   const fingerprint =
     key instanceof Error || key === undefined || !key.isPrivateKey()
       ? `unparsed:${sha256(privateKey).slice(0, 16)}`
-      : `SHA256:${crypto.createHash("sha256").update(key.getPublicSSH()).digest("base64").replace(/=+$/, "")}`;
+      : fingerprintOfBlob(key.getPublicSSH());
   fingerprints.set(privateKey, fingerprint);
   return fingerprint;
 }
