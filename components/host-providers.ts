@@ -95,7 +95,8 @@ export function hostProvider(name: HostProviderName): Required<pulumi.dynamic.Re
     async update(id: string, olds: Props, news: Props) {
       const { state, older } = upgradeState(olds, news);
       if (older && (await diffOf(id, state, news)).changes === false) {
-        return { outs: { ...state, ...pickScripts(news) } };
+        // (The diff compared the key's fingerprint and each script's hash: `state` holds news'.)
+        return { outs: state };
       }
       return real.update ? await real.update(id, state, news) : {};
     },
@@ -103,14 +104,4 @@ export function hostProvider(name: HostProviderName): Required<pulumi.dynamic.Re
       await real.delete?.(id, props);
     },
   };
-}
-
-/** The planned script references and key fingerprint, which a state-only rewrite records. */
-function pickScripts(news: Props): Props {
-  return Object.fromEntries(
-    Object.entries(news).filter(
-      ([key, value]) =>
-        key === "sshKeyFingerprint" || (typeof value === "string" && isScriptRef(value)),
-    ),
-  );
 }

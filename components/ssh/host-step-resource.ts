@@ -22,7 +22,7 @@ export interface HostStepTarget {
 }
 
 /** The fingerprint a step records for its key: not a secret (it names the public half). */
-export function keyFingerprint(privateKey: pulumi.Input<string>): pulumi.Output<string> {
+function keyFingerprint(privateKey: pulumi.Input<string>): pulumi.Output<string> {
   return pulumi.unsecret(pulumi.output(privateKey).apply(sshKeyFingerprint));
 }
 
