@@ -20,6 +20,7 @@ import {
   serversOf,
 } from "../components/model";
 import { EnvironmentSecrets } from "./config/load";
+import { managementStackOutputs, ManagementStackOutputs } from "./config/management-stack";
 
 /** The management cluster as this stack runs RKE2 there (Rke2Cluster's outputs). */
 export interface ManagementClusterOutputs {
@@ -33,6 +34,11 @@ export interface ManagementClusterOutputs {
 }
 
 export interface EnvironmentOutputs {
+  /**
+   * What a downstream stack reads through `managementStack`: Rancher's URL, CA and addresses,
+   * and the clusters and nodes this stack declares. Only in the stack that owns Rancher.
+   */
+  readonly rancher?: ManagementStackOutputs;
   /** The `<host>` records this stack keeps on the libvirt network; absent when it keeps none. */
   readonly libvirtDnsRecords?: pulumi.Output<DnsHostRecord[]>;
   /**
@@ -94,7 +100,9 @@ export function deployEnvironment(
   const management = joinManagementCluster(model, keys, prepared, beforeFirstStart); // 4.
   const rancherReady = [...(records ? [records] : []), ...management.ready];
   const downstream = deployDownstreamClusters(model, keys, prepared, rancherReady); // 5.
+  const rancher = managementStackOutputs(model);
   return {
+    ...(rancher ? { rancher } : {}),
     ...(records ? { libvirtDnsRecords: records.records } : {}),
     preparedNodes: Object.fromEntries(
       [...prepared.byNode].map(([node, preparation]) => [node, preparation.firewallReady]),

@@ -24,6 +24,7 @@ import {
 } from "../components/node-preparation/render";
 import { scriptWithParams } from "../components/ssh/run-script";
 import * as path from "path";
+import { MANAGEMENT_OUTPUT, managementStackOutputs } from "./config/management-stack";
 import {
   rancherCaChecksum,
   registrationPlanDocument,
@@ -52,7 +53,8 @@ export type ArtifactKind =
   | "rancher-machine-global-config"
   | "rancher-machine-selector-config"
   | "rancher-chart-values"
-  | "rancher-registration-plan";
+  | "rancher-registration-plan"
+  | "management-outputs";
 
 /** One file the stack puts on a host or into a cluster, as `render` writes it for review. */
 export interface Artifact {
@@ -66,6 +68,13 @@ export interface Artifact {
   readonly content: string;
   readonly mode?: number;
 }
+
+/**
+ * Where the stack output `rancher` is written, as `{"rancher": ...}`: the shape
+ * `pulumi stack output --json` prints, so that a downstream stack's offline render and verify
+ * take it with `--management-outputs`.
+ */
+export const MANAGEMENT_OUTPUTS_PATH = "stack/management-outputs.json";
 
 /** Where the restart plan is written below the output directory. */
 export const RESTART_PLAN_PATH = "rke2/restart-plan.json";
@@ -101,6 +110,21 @@ export function renderArtifacts(
         ])
       : []),
     ...restartPlanArtifacts(model, rke2Configs, previousRestartPlan),
+    ...managementOutputsArtifacts(model),
+  ];
+}
+
+/** The `rancher` output of a stack that owns Rancher, for the stacks that reference it. */
+function managementOutputsArtifacts(model: EnvironmentModel): Artifact[] {
+  const outputs = managementStackOutputs(model);
+  if (!outputs) return [];
+  return [
+    {
+      kind: "management-outputs",
+      target: model.stack,
+      path: MANAGEMENT_OUTPUTS_PATH,
+      content: JSON.stringify({ [MANAGEMENT_OUTPUT]: outputs }, null, 2) + "\n",
+    },
   ];
 }
 

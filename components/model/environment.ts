@@ -208,6 +208,11 @@ export interface DeploySelection {
 
 export interface EnvironmentModel {
   readonly stack: string;
+  /**
+   * The stack whose Rancher this one registers its clusters with (`managementStack`), when its
+   * Rancher values were read from there; unset in the stack that owns Rancher.
+   */
+  readonly managementStack?: string;
   readonly deploy: DeploySelection;
   readonly libvirt: LibvirtSettings;
   readonly nodes: readonly NodeSpec[];

@@ -13,6 +13,12 @@ export interface CommandSpec {
   readonly flags: Readonly<Record<string, { readonly value: boolean; readonly help: string }>>;
 }
 
+/** `--management-outputs`, for a stack that names `managementStack` (render and verify). */
+export const MANAGEMENT_OUTPUTS_FLAG = {
+  value: true,
+  help: "the managementStack's outputs, as pulumi stack output --json wrote them",
+} as const;
+
 export type CommandLine =
   | { readonly help: true; readonly text: string }
   | { readonly help: false; readonly flags: ReadonlyMap<string, string> };

@@ -1,5 +1,5 @@
 /**
- * `npm run render -- --stack <name> --out <dir>`: writes every artifact the stack would put on
+ * `npm run render -- --stack <name> [--management-outputs <json>] --out <dir>`: writes every artifact the stack would put on
  * hosts and clusters, of the parts its `deploy` selection turns on, plus <dir>/index.json listing
  * them. No Pulumi CLI, no network.
  */
@@ -10,13 +10,16 @@ import { rawConfigFromStackFile, stackFilePath } from "../config/stack-file";
 import { loadEnvironmentModel } from "../config/validate";
 import { renderArtifacts, RESTART_PLAN_PATH } from "../render";
 import { RestartPlan } from "../../components/rke2-cluster/restart-plan";
-import { CommandSpec, parseCommandLine, usageOf } from "./args";
+import { CommandSpec, MANAGEMENT_OUTPUTS_FLAG, parseCommandLine, usageOf } from "./args";
+import { managementOutputsFromFile } from "../config/management-stack";
 
 const RENDER: CommandSpec = {
-  usage: "npm run render -- --stack <name> [--file <stack yaml>] --out <dir>",
+  usage:
+    "npm run render -- --stack <name> [--file <stack yaml>] [--management-outputs <json>] --out <dir>",
   flags: {
     stack: { value: true, help: "the stack whose config is rendered (stacks/Pulumi.<name>.yaml)" },
     file: { value: true, help: "read the stack config from this file instead" },
+    "management-outputs": MANAGEMENT_OUTPUTS_FLAG,
     out: { value: true, help: "directory the artifacts and index.json are written to" },
   },
 };
@@ -34,11 +37,13 @@ function main(argv: readonly string[]): number {
     console.error(`--stack and --out are required\n${usageOf(RENDER)}`);
     return 2;
   }
+  const outputsFile = flags.get("management-outputs");
   const model = loadEnvironmentModel(
     stack,
     rawConfigFromStackFile(flags.get("file") ?? stackFilePath(stack)),
     {
       requireSecrets: false,
+      managementOutputs: outputsFile ? managementOutputsFromFile(outputsFile) : undefined,
     },
   );
   // The restart plan compares with the plan an earlier render left in the same directory.

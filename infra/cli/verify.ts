@@ -1,5 +1,6 @@
 /**
- * `npm run verify -- --stack <name> [--file <yaml>] [--policy-pack-config <json>] [--json]`:
+ * `npm run verify -- --stack <name> [--file <yaml>] [--management-outputs <json>]
+ * [--policy-pack-config <json>] [--json]`:
  * validates the stack config, runs the program under Pulumi's mock runtime, and evaluates every
  * policy of the pack on every resource it registers, at the enforcement levels the policy pack
  * config gives (as `pulumi preview --policy-pack policy --policy-pack-config` would). Exits 1 on
@@ -14,14 +15,17 @@ import { SECRET_KEYS } from "../../components/model";
 import { configWarnings, CONFIG_NAMESPACE, validateEnvironment } from "../config/validate";
 import { recordProgram } from "../mock-runtime";
 import { deployEnvironment } from "../program";
-import { CommandSpec, parseCommandLine, usageOf } from "./args";
+import { CommandSpec, MANAGEMENT_OUTPUTS_FLAG, parseCommandLine, usageOf } from "./args";
+import { managementOutputsFromFile } from "../config/management-stack";
 
 const VERIFY: CommandSpec = {
   usage:
-    "npm run verify -- --stack <name> [--file <stack yaml>] [--policy-pack-config <json>] [--json]",
+    "npm run verify -- --stack <name> [--file <stack yaml>] [--management-outputs <json>] " +
+    "[--policy-pack-config <json>] [--json]",
   flags: {
     stack: { value: true, help: "the stack to check (stacks/Pulumi.<name>.yaml)" },
     file: { value: true, help: "read the stack config from this file instead" },
+    "management-outputs": MANAGEMENT_OUTPUTS_FLAG,
     "policy-pack-config": {
       value: true,
       help: "enforcement levels, as pulumi preview --policy-pack-config takes them",
@@ -64,7 +68,11 @@ async function main(argv: readonly string[]): Promise<number> {
     : {};
   const json = flags.has("json");
   const raw = rawConfigFromStackFile(flags.get("file") ?? stackFilePath(stack));
-  const { model, problems } = validateEnvironment(stack, raw, { requireSecrets: false });
+  const outputsFile = flags.get("management-outputs");
+  const { model, problems } = validateEnvironment(stack, raw, {
+    requireSecrets: false,
+    managementOutputs: outputsFile ? managementOutputsFromFile(outputsFile) : undefined,
+  });
   const report: Report = {
     stack,
     configProblems: problems,

@@ -103,6 +103,8 @@ export const KEY_READERS: Readonly<Record<string, KeyReaders>> = {
   // fix answers it; registration connects to the URL.
   "rancher.url": ["libvirtDnsRecords", "clusterDns", "rancherClusters"],
   "rancher.caCertificate": RANCHER_CLUSTERS,
+  // Where rancher.url, its CA and Rancher's addresses come from in a downstream stack.
+  managementStack: ["libvirtDnsRecords", "clusterDns", "rancherClusters"],
   // Node preparation reads a downstream cluster's CNI and kube-proxy mode for its nodes.
   ...section("rancher.downstreamClusters[]", {
     name: ["nodePreparation", "clusterDns", "rancherClusters"],

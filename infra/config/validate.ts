@@ -33,6 +33,12 @@ import { ConfigProblem, ConfigValidationError } from "./problems";
 import { DeployPart, keyIsRead, unusedKeys } from "./deploy-parts";
 import { closest, ConfigReader, editDistance } from "./reader";
 import {
+  MANAGEMENT_STACK_KEY,
+  ManagementStackOutputs,
+  readManagementStack,
+  withManagementOutputs,
+} from "./management-stack";
+import {
   knownMinorLines,
   minorLineOf,
   newestReleaseOn,
@@ -141,12 +147,18 @@ export const STACK_CONFIG_KEYS: KeyMap = {
     clusterDns: SETTING,
     rancherClusters: SETTING,
   },
+  [MANAGEMENT_STACK_KEY]: SETTING,
   ...Object.fromEntries(SECRET_KEYS.map((key) => [key, SETTING])),
 };
 
 export interface ValidationOptions {
   /** Deployments need every secret; offline render and verify run without them. */
   readonly requireSecrets: boolean;
+  /**
+   * The `rancher` output of the stack `managementStack` names, read by the caller (a
+   * StackReference in the program, a file offline); absent, a stack that names one is refused.
+   */
+  readonly managementOutputs?: ManagementStackOutputs;
 }
 
 const HOSTNAME =
@@ -173,9 +185,34 @@ export function validateEnvironment(
   options: ValidationOptions,
 ): { model?: EnvironmentModel; problems: ConfigProblem[] } {
   const r = new ConfigReader(CONFIG_NAMESPACE);
-  const v = raw.values;
   checkNamespaces(r, raw);
   checkKnownKeys(r, raw);
+  // A downstream stack's Rancher values come from the stack that owns Rancher.
+  const managementStack = readManagementStack(r, raw.values[MANAGEMENT_STACK_KEY]);
+  if (managementStack !== undefined && options.managementOutputs === undefined) {
+    r.problem(
+      MANAGEMENT_STACK_KEY,
+      `names the stack "${managementStack}", whose outputs are not at hand: render and verify ` +
+        "run offline, so pass them with --management-outputs <file>, written by " +
+        `\`pulumi stack output --stack ${managementStack} --json > <file>\`.`,
+    );
+  }
+  if (managementStack === undefined && options.managementOutputs !== undefined) {
+    if (raw.values[MANAGEMENT_STACK_KEY] === undefined)
+      r.problem(
+        MANAGEMENT_STACK_KEY,
+        "is not set, yet a management stack's outputs were given (--management-outputs); set it " +
+          "to that stack's name, or leave the outputs out.",
+      );
+  }
+  const merged: RawStackConfig =
+    managementStack !== undefined && options.managementOutputs !== undefined
+      ? {
+          ...raw,
+          values: withManagementOutputs(r, raw.values, managementStack, options.managementOutputs),
+        }
+      : raw;
+  const v = merged.values;
 
   // What the stack deploys decides which keys it must give (deploy-parts.ts).
   const deploy = readDeploy(r, v.deploy);
@@ -217,8 +254,8 @@ export function validateEnvironment(
     nodes,
     Array.isArray(v.nodes) && nodes.length === v.nodes.length,
   );
-  checkSecrets(r, raw, options, { deploy, nodes, rancher, management });
-  checkEstateMistakes(r, { raw, libvirt, clusters, nodes, dns, rancher });
+  checkSecrets(r, merged, options, { deploy, nodes, rancher, management });
+  checkEstateMistakes(r, { raw: merged, libvirt, clusters, nodes, dns, rancher });
   checkNeutralizedDomainsSpareRancher(r, dns, rancher);
 
   if (r.problems.length > 0 || !libvirt) return { problems: r.problems };
@@ -228,6 +265,7 @@ export function validateEnvironment(
   return {
     model: {
       stack,
+      ...(managementStack !== undefined ? { managementStack } : {}),
       deploy,
       libvirt,
       nodes,

@@ -1,6 +1,7 @@
 /** The offline commands as a user runs them: `npm run verify` and `npm run render`. */
 import * as assert from "assert/strict";
 import { spawnSync } from "child_process";
+import { createHash } from "crypto";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -25,6 +26,20 @@ function labCopy(change: (config: Record<string, unknown>) => void): string {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-stack-")), "Pulumi.lab.yaml");
   fs.writeFileSync(file, YAML.stringify(doc));
   return file;
+}
+
+/**
+ * A copy of the seeds' whole estate in one stack (the lab stack plus the uat1 stack's nodes and
+ * cluster), with changes applied, in a temp file.
+ */
+function estateCopy(change: (config: Record<string, unknown>) => void): string {
+  const uat1 = YAML.parse(fs.readFileSync(stackFilePath("uat1"), "utf8")).config;
+  return labCopy((c) => {
+    (c[`${NS}:nodes`] as unknown[]).push(...(uat1[`${NS}:nodes`] as unknown[]));
+    (c[`${NS}:rancher`] as Record<string, unknown>).downstreamClusters =
+      uat1[`${NS}:rancher`].downstreamClusters;
+    change(c);
+  });
 }
 
 describe("offline commands", function () {
@@ -74,7 +89,7 @@ describe("offline commands", function () {
   });
 
   it("render writes the pass-through settings into each node's config.yaml and the downstream machineGlobalConfig", () => {
-    const file = labCopy((c) => {
+    const file = estateCopy((c) => {
       const rke2 = c[`${NS}:rke2`] as Record<string, unknown>;
       rke2.extraConfig = { selinux: true, "kube-apiserver-arg": ["audit-log-maxage=30"] };
       rke2.serverConfig = {
@@ -155,7 +170,7 @@ describe("offline commands", function () {
   });
 
   it("verify takes the enforcement levels of a policy pack config, as pulumi preview does", () => {
-    const file = labCopy((c) => {
+    const file = estateCopy((c) => {
       const rancher = c[`${NS}:rancher`] as { downstreamClusters: Record<string, unknown>[] };
       rancher.downstreamClusters[0].insecureRegistration = true;
     });
@@ -184,6 +199,55 @@ describe("offline commands", function () {
     const wrong = node("verify.js", ["--stack", "lab", "--policy-pack-config", config]);
     assert.equal(wrong.status, 1);
     assert.match(wrong.out, /"rancher-registration-verify-ca" is not a policy of this pack/);
+  });
+
+  it("a downstream stack takes the management stack's outputs: render lab, then verify and render uat1 with them", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-split-"));
+    const lab = node("render.js", ["--stack", "lab", "--out", path.join(dir, "lab")]);
+    assert.equal(lab.status, 0, lab.out);
+    const outputs = path.join(dir, "lab", "stack", "management-outputs.json");
+    const offline = node("verify.js", ["--stack", "uat1"]);
+    assert.equal(offline.status, 1, offline.out);
+    assert.match(
+      offline.out,
+      /rke2-remediation:managementStack: names the stack "organization\/rke2-remediation\/lab"/,
+    );
+    const verify = node("verify.js", ["--stack", "uat1", "--management-outputs", outputs]);
+    assert.equal(verify.status, 0, verify.out);
+    assert.match(
+      verify.out,
+      /stack "uat1": 0 config problem\(s\), 0 warning\(s\), 0 violation\(s\)/,
+    );
+    const out = path.join(dir, "uat1");
+    const render = node("render.js", [
+      "--stack",
+      "uat1",
+      "--management-outputs",
+      outputs,
+      "--out",
+      out,
+    ]);
+    assert.equal(render.status, 0, render.out);
+    // The CA is the lab stack's: Rancher's checksum of it (SHA-256 of the PEM with its final
+    // newline, rancher/rancher@v2.14.3 pkg/systemtemplate/import.go CAChecksum).
+    const plan = JSON.parse(
+      fs.readFileSync(path.join(out, "rancher", "uat1", "registration-plan.json"), "utf8"),
+    ) as { caChecksum: string };
+    const ca = YAML.parse(fs.readFileSync(stackFilePath("lab"), "utf8")).config[`${NS}:rancher`]
+      .caCertificate as string;
+    assert.ok(ca.endsWith("\n"));
+    assert.equal(plan.caChecksum, createHash("sha256").update(ca).digest("hex"));
+    // The lab stack, which declares no downstream cluster now, and uat1 declaring it twice.
+    const doc = JSON.parse(fs.readFileSync(outputs, "utf8"));
+    doc.rancher.downstreamClusters = ["uat1"];
+    fs.writeFileSync(outputs, JSON.stringify(doc));
+    const twice = node("verify.js", ["--stack", "uat1", "--management-outputs", outputs]);
+    assert.equal(twice.status, 1, twice.out);
+    assert.match(
+      twice.out,
+      /downstreamClusters\[0\]\.name: cluster "uat1" is declared by the management stack/,
+    );
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it("render writes every artifact and an index of them", () => {

@@ -1,7 +1,6 @@
 import * as assert from "assert/strict";
 import * as pulumi from "@pulumi/pulumi";
-import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/stack-file";
-import { loadEnvironmentModel } from "../../infra/config/validate";
+import { estateModel } from "../support/lab-stack";
 import { rancherPreviewOutputs, recordProgram } from "../../infra/mock-runtime";
 import { deployEnvironment, EnvironmentOutputs } from "../../infra/program";
 
@@ -9,9 +8,7 @@ const PREPARATION_TYPE = "pulumi-nodejs:dynamic/node:Preparation";
 
 /** The stack's outputs when the named nodes' preparations report `rebootRequired: true`. */
 async function outputsWhenRebootRequiredOn(nodes: readonly string[]): Promise<string[]> {
-  const model = loadEnvironmentModel("lab", rawConfigFromStackFile(stackFilePath("lab")), {
-    requireSecrets: false,
-  });
+  const model = estateModel();
   const preview = rancherPreviewOutputs();
   let outputs: EnvironmentOutputs | undefined;
   await recordProgram(

@@ -6,7 +6,7 @@
 import * as assert from "assert/strict";
 import * as pulumi from "@pulumi/pulumi";
 import { LIBVIRT_DNS_RECORDS, NODE_PREPARATION } from "../../components/model";
-import { labModel, labRawConfig } from "../support/lab-stack";
+import { estateModel, estateRawConfig } from "../support/lab-stack";
 import { preparationAndRecordsStack } from "../support/minimal-stack";
 import { recordEnvironment } from "../support/program";
 import { setAt } from "../unit/fixtures";
@@ -19,7 +19,7 @@ describe("stack outputs (Pulumi mocks)", function () {
   this.timeout(60000);
 
   it("give the management cluster's release, servers in join order with addresses, and its registration URL", async () => {
-    const { outputs } = await recordEnvironment(labModel());
+    const { outputs } = await recordEnvironment(estateModel());
     const cluster = outputs.managementCluster;
     assert.ok(cluster);
     assert.equal(cluster.name, "management");
@@ -34,9 +34,9 @@ describe("stack outputs (Pulumi mocks)", function () {
   });
 
   it("give the fixed registration address as the registration URL when the stack sets one", async () => {
-    const raw = setAt(labRawConfig(), "rke2.registrationAddress", "rke2.ai-ear.cn");
+    const raw = setAt(estateRawConfig(), "rke2.registrationAddress", "rke2.ai-ear.cn");
     setAt(raw, "rke2.tlsSan", ["rke2.ai-ear.cn"]);
-    const { outputs } = await recordEnvironment(labModel(raw));
+    const { outputs } = await recordEnvironment(estateModel(raw));
     assert.equal(
       await valueOf(outputs.managementCluster!.registrationUrl),
       "https://rke2.ai-ear.cn:9345",
@@ -44,14 +44,14 @@ describe("stack outputs (Pulumi mocks)", function () {
   });
 
   it("give no management cluster when deploy.rke2Servers is off", async () => {
-    const raw = setAt(labRawConfig(), "deploy.rke2Servers", false);
-    const { outputs } = await recordEnvironment(labModel(raw));
+    const raw = setAt(estateRawConfig(), "deploy.rke2Servers", false);
+    const { outputs } = await recordEnvironment(estateModel(raw));
     assert.equal(outputs.managementCluster, undefined);
     assert.deepEqual(await valueOf(outputs.nodesPendingRestart), []);
   });
 
   describe("of a stack of node preparation and the libvirt records only", () => {
-    const recorded = recordEnvironment(labModel(preparationAndRecordsStack()));
+    const recorded = recordEnvironment(estateModel(preparationAndRecordsStack()));
 
     it("declare only the records and each node's preparation", async () => {
       const { resources } = await recorded;

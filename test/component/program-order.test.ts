@@ -7,7 +7,7 @@ import * as assert from "assert/strict";
 import * as fs from "fs";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
-import { labModel } from "../support/lab-stack";
+import { estateModel } from "../support/lab-stack";
 import { resourcesOf } from "../support/program";
 import {
   DownstreamRole,
@@ -245,7 +245,7 @@ function estateWithEveryStep(model: EnvironmentModel): EnvironmentModel {
 describe("the README's order of operations", function () {
   this.timeout(60000);
   const picture = readOrderPicture(fs.readFileSync(README, "utf8"));
-  const lab = labModel();
+  const lab = estateModel();
 
   it("states exactly the waits between steps of an estate with every kind of node", async () => {
     const model = estateWithEveryStep(lab);

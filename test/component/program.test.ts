@@ -3,7 +3,7 @@ import * as assert from "assert/strict";
 import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
 import { EnvironmentModel, RecordedResource } from "../../components/model";
-import { labModel } from "../support/lab-stack";
+import { estateModel } from "../support/lab-stack";
 import { resourcesOf } from "../support/program";
 import { PROVIDER_STUB_MARKER } from "../../components/host-providers";
 import { isSecret } from "../support/secrets";
@@ -20,7 +20,7 @@ const record = (model: EnvironmentModel) =>
 describe("program (Pulumi mocks)", function () {
   this.timeout(60000);
   let resources: RecordedResource[];
-  const model = labModel();
+  const model = estateModel();
 
   before(async () => {
     resources = await record(model);

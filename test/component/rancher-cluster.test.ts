@@ -7,7 +7,7 @@ import { rancherCaChecksum } from "../../components/rancher-cluster";
 import { EnvironmentModel, NodeSpec, RecordedResource } from "../../components/model";
 import { EnvironmentOutputs } from "../../infra/program";
 import { renderArtifacts } from "../../infra/render";
-import { labModel } from "../support/lab-stack";
+import { estateModel } from "../support/lab-stack";
 import { recordEnvironment } from "../support/program";
 import { isSecret } from "../support/secrets";
 import { waitsFor } from "./graph";
@@ -44,7 +44,7 @@ const record = (model: EnvironmentModel) =>
 
 describe("Rancher downstream cluster (Pulumi mocks)", function () {
   this.timeout(60000);
-  const model = labModel();
+  const model = estateModel();
   let resources: RecordedResource[];
   let outputs: EnvironmentOutputs;
 

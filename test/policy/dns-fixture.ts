@@ -9,10 +9,10 @@ import {
 import { clusterDnsChartValues } from "../../components/cluster-dns/values";
 import type { RecordedResource } from "../../components/model";
 import { HELM_CHART_CONFIG_TYPE, NETWORK_POLICY_TYPE } from "../../components/model";
-import { labModel } from "../support/lab-stack";
+import { estateModel } from "../support/lab-stack";
 import { resource } from "./util";
 
-export const model = labModel();
+export const model = estateModel();
 /** The management cluster: IPVS kube-proxy, NodeLocalDNS on. */
 export const cluster = model.management;
 /** Chart values a test case may change in place. */

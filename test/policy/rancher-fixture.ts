@@ -17,11 +17,11 @@ import {
   RANCHER_CLUSTER_TYPE,
   RANCHER_NODE_REGISTRATION,
 } from "../../components/model";
-import { labModel } from "../support/lab-stack";
+import { estateModel } from "../support/lab-stack";
 import { resourcesOf } from "../support/program";
 import { HOST_KEY, resource } from "./util";
 
-export const model = labModel();
+export const model = estateModel();
 export const uat1 = model.rancher!.downstreamClusters.find((c) => c.name === "uat1")!;
 export const RANCHER_HOST = model.rancher!.hostname;
 

@@ -1,11 +1,11 @@
 import { rancherRecordsCoverManagementServers } from "../../policy/policies/rancher-records-cover-management-servers";
 import { assertNoViolations, assertViolation } from "./util";
-import { labModel } from "../support/lab-stack";
+import { estateModel } from "../support/lab-stack";
 import { resourcesOf } from "../support/program";
 
 describe("policy rancher-records-cover-management-servers", function () {
   this.timeout(60000);
-  const model = labModel();
+  const model = estateModel();
 
   it("accepts the lab estate: ai-ear.cn on .20, .21 and .22", async () => {
     await assertNoViolations(rancherRecordsCoverManagementServers, await resourcesOf(model));

@@ -1,11 +1,11 @@
 import { rke2ServersJoinOneAtATime as policy } from "../../policy/policies/rke2-servers-join-one-at-a-time";
 import { assertNoViolations, assertViolation } from "./util";
-import { labModel } from "../support/lab-stack";
+import { estateModel } from "../support/lab-stack";
 import { resourcesOf } from "../support/program";
 
 describe("policy rke2-servers-join-one-at-a-time", function () {
   this.timeout(60000);
-  const model = labModel();
+  const model = estateModel();
 
   it("accepts servers each waiting for the previous server's gate", async () => {
     await assertNoViolations(policy, await resourcesOf(model));

@@ -19,7 +19,7 @@ import {
   dnsEgressNetworkPolicyObject,
   renderManifest,
 } from "../../components/cluster-dns/manifests";
-import { labModel } from "../support/lab-stack";
+import { estateModel } from "../support/lab-stack";
 import { lab, LAB_DIR, nodeConnection, run, stepKey } from "./lab";
 
 const KUBECONFIG = path.join(LAB_DIR, "kube", "cluster-api.kubeconfig");
@@ -69,7 +69,7 @@ function networkPolicies(ns: string): { name: string; policyTypes: string[] }[] 
 
 describe("DNS egress check on real NetworkPolicies (real kube-apiserver, real SSH)", function () {
   this.timeout(300000);
-  const model = labModel();
+  const model = estateModel();
   const allowance = renderManifest(
     dnsEgressNetworkPolicyObject(RESTRICTED, model.dns, model.management),
   );

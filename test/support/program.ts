@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { EnvironmentModel, RecordedResource } from "../../components/model";
 import { EnvironmentSecrets } from "../../infra/config/load";
 import { recordProgram } from "../../infra/mock-runtime";
-import { labModel } from "./lab-stack";
+import { estateModel } from "./lab-stack";
 import { deployEnvironment, EnvironmentOutputs } from "../../infra/program";
 
 export interface RecordedEnvironment {
@@ -34,7 +34,7 @@ export async function resourcesOf(
 
 /** The lab stack's resources, recorded with a test key and RKE2 token as its secrets. */
 export function labResources(): Promise<RecordedResource[]> {
-  return resourcesOf(labModel(), {
+  return resourcesOf(estateModel(), {
     sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
     rke2Token: pulumi.secret("K10-lab-test-token"),
   });

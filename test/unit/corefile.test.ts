@@ -17,7 +17,7 @@ import {
   dnsKubeletArgs,
   renderChartValuesYaml,
 } from "../../components/cluster-dns/values";
-import { labModel } from "../support/lab-stack";
+import { estateModel } from "../support/lab-stack";
 
 /** The rke2-coredns chart (1.47.x) Corefile for its default values, as the ConfigMap holds it. */
 const CHART_DEFAULT_COREFILE =
@@ -143,7 +143,7 @@ describe("rke2-coredns chart rendering", () => {
 });
 
 describe("cluster DNS fix for the lab stack (seed 000)", () => {
-  const model = labModel();
+  const model = estateModel();
   const values = clusterDnsChartValues(model.dns, model.management);
   const blocks = serverBlocks(renderChartCorefile(values, globalsOf(model.management)));
 
@@ -256,7 +256,7 @@ describe("cluster DNS fix for the lab stack (seed 000)", () => {
 });
 
 describe("cluster DNS manifests", () => {
-  const model = labModel();
+  const model = estateModel();
   const values = clusterDnsChartValues(model.dns, model.management);
 
   it("embeds values in a HelmChartConfig that targets rke2-coredns in kube-system", () => {

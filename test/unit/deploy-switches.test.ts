@@ -20,11 +20,11 @@ import {
 import { Artifact, renderArtifacts } from "../../infra/render";
 import { MutableRawConfig } from "../support/lab-stack";
 import { preparationAndRecordsStack } from "../support/minimal-stack";
-import { labRawConfigWithSecrets, setAt, stackKey } from "./fixtures";
+import { estateRawConfigWithSecrets, setAt, stackKey } from "./fixtures";
 
 /** The lab stack, every secret set, with one part turned off. */
 function labWithout(part: DeployPart): MutableRawConfig {
-  return setAt(labRawConfigWithSecrets(), ["deploy", part], false);
+  return setAt(estateRawConfigWithSecrets(), ["deploy", part], false);
 }
 
 /** Removes keys (paths) and secrets from a config. */
@@ -80,7 +80,7 @@ describe("deploy switches", () => {
     });
 
     it("still requires the KVM host when it is on", () => {
-      const raw = withoutKeys(labRawConfigWithSecrets(), "libvirt.ssh");
+      const raw = withoutKeys(estateRawConfigWithSecrets(), "libvirt.ssh");
       const keys = validateEnvironment("lab", raw, { requireSecrets: true }).problems.map(
         (p) => p.key,
       );
@@ -146,7 +146,7 @@ describe("deploy switches", () => {
     });
 
     it("still requires the join token when it is on", () => {
-      const raw = withoutKeys(labRawConfigWithSecrets(), "rke2Token");
+      const raw = withoutKeys(estateRawConfigWithSecrets(), "rke2Token");
       const keys = validateEnvironment("lab", raw, { requireSecrets: true }).problems.map(
         (p) => p.key,
       );
@@ -181,7 +181,7 @@ describe("deploy switches", () => {
     });
 
     it("still requires the kubeconfig when it is on", () => {
-      const raw = withoutKeys(throughApi(labRawConfigWithSecrets()), "kubeconfig");
+      const raw = withoutKeys(throughApi(estateRawConfigWithSecrets()), "kubeconfig");
       const keys = validateEnvironment("lab", raw, { requireSecrets: true }).problems.map(
         (p) => p.key,
       );
@@ -222,7 +222,7 @@ describe("deploy switches", () => {
     });
 
     it("still requires the downstream nodes' roles when it is on", () => {
-      const raw = withoutKeys(labRawConfigWithSecrets(), "nodes[4].roles");
+      const raw = withoutKeys(estateRawConfigWithSecrets(), "nodes[4].roles");
       const keys = validateEnvironment("lab", raw, { requireSecrets: true }).problems.map(
         (p) => p.key,
       );

@@ -11,10 +11,15 @@ import {
   selectorMatches,
 } from "../../components/cluster-dns/egress-isolation";
 import { factsFromScript } from "../../components/cluster-dns/egress-check-provider";
-import { rawConfigFromStackFile, stackFilePath } from "../../infra/config/stack-file";
 import { configWarnings, validateEnvironment } from "../../infra/config/validate";
-import { labRawConfig, MutableRawConfig } from "../support/lab-stack";
-import { labWith, problemsOf, setAt, stackKey } from "./fixtures";
+import {
+  estateRawConfig,
+  labManagementOutputs,
+  MutableRawConfig,
+  uat1RawConfig,
+  uat1StandaloneRawConfig,
+} from "../support/lab-stack";
+import { estateWith, problemsOf, setAt, stackKey } from "./fixtures";
 
 const NAMESPACES = ["dns", "policyNamespaces"];
 
@@ -30,19 +35,14 @@ function warningsOf(raw: MutableRawConfig) {
   return configWarnings(modelOf(raw), raw);
 }
 
-/** A fresh deep copy of the shipped uat1 stack's config. */
-function uat1Raw(): MutableRawConfig {
-  const stack = rawConfigFromStackFile(stackFilePath("uat1"));
-  return { values: structuredClone({ ...stack.values }), secretKeys: new Set(stack.secretKeys) };
-}
-
+/** uat1 giving Rancher's values itself (no managementStack), with one value replaced. */
 function uat1With(path: string[], value: unknown): MutableRawConfig {
-  return setAt(uat1Raw(), path, value);
+  return setAt(uat1StandaloneRawConfig(), path, value);
 }
 
 describe("dns.policyNamespaces", () => {
   it("reads a name as an allowance and { name, isolate: true } as the opt-in", () => {
-    const model = modelOf(labWith(NAMESPACES, ["default", { name: "team-a", isolate: true }]));
+    const model = modelOf(estateWith(NAMESPACES, ["default", { name: "team-a", isolate: true }]));
     assert.deepEqual(model.dns.policyNamespaces, [
       { name: "default", isolate: false },
       { name: "team-a", isolate: true },
@@ -56,7 +56,7 @@ describe("dns.policyNamespaces", () => {
     "cattle-fleet-local-system",
   ]) {
     it(`refuses to isolate ${ns}, naming the key`, () => {
-      const problems = problemsOf(labWith(NAMESPACES, [{ name: ns, isolate: true }]));
+      const problems = problemsOf(estateWith(NAMESPACES, [{ name: ns, isolate: true }]));
       const problem = problems.find((p) => p.key === stackKey("dns.policyNamespaces[0].isolate"));
       assert.ok(problem, JSON.stringify(problems));
       assert.match(problem.message, new RegExp(`${ns} is (Rancher|RKE2)'s own namespace`));
@@ -65,7 +65,7 @@ describe("dns.policyNamespaces", () => {
   }
 
   it("reports a misspelt key of an entry with the closest known key", () => {
-    const problems = problemsOf(labWith(NAMESPACES, [{ name: "team-a", isolat: true }]));
+    const problems = problemsOf(estateWith(NAMESPACES, [{ name: "team-a", isolat: true }]));
     assert.ok(
       problems.some(
         (p) =>
@@ -78,7 +78,7 @@ describe("dns.policyNamespaces", () => {
 
   it("rejects an entry without a name, a bad name and a namespace listed twice", () => {
     const problems = problemsOf(
-      labWith(NAMESPACES, [{ isolate: true }, "Bad_Name", "default", { name: "default" }]),
+      estateWith(NAMESPACES, [{ isolate: true }, "Bad_Name", "default", { name: "default" }]),
     );
     const keys = problems.map((p) => p.key);
     assert.ok(keys.includes(stackKey("dns.policyNamespaces[0].name")), keys.join("\n"));
@@ -87,7 +87,7 @@ describe("dns.policyNamespaces", () => {
   });
 
   it("warns that a listed cattle-system gets the allowance only where up finds an egress restriction", () => {
-    const warnings = warningsOf(labWith(NAMESPACES, ["default", "cattle-system"]));
+    const warnings = warningsOf(estateWith(NAMESPACES, ["default", "cattle-system"]));
     assert.equal(warnings.length, 1, JSON.stringify(warnings));
     assert.equal(warnings[0].key, stackKey("dns.policyNamespaces[1]"));
     assert.match(warnings[0].message, /Rancher's own namespace and can never be isolated/);
@@ -95,8 +95,15 @@ describe("dns.policyNamespaces", () => {
   });
 
   it("gives the shipped stacks no warning", () => {
-    assert.deepEqual(warningsOf(labRawConfig()), []);
-    assert.deepEqual(warningsOf(uat1Raw()), []);
+    assert.deepEqual(warningsOf(estateRawConfig()), []);
+    assert.deepEqual(warningsOf(uat1StandaloneRawConfig()), []);
+    const uat1 = uat1RawConfig();
+    const { model } = validateEnvironment("uat1", uat1, {
+      requireSecrets: false,
+      managementOutputs: labManagementOutputs(),
+    });
+    assert.ok(model);
+    assert.deepEqual(configWarnings(model, uat1), []);
     assert.deepEqual(warningsOf(uat1With(["dns", "staticHosts"], {})), []);
   });
 });
@@ -120,7 +127,7 @@ describe("the Rancher host's answer in downstream clusters' DNS", () => {
   });
 
   for (const [shape, raw] of [
-    ["with management servers", () => labRawConfig()],
+    ["with management servers", () => estateRawConfig()],
     ["downstream clusters only", () => uat1With(["dns", "staticHosts"], {})],
     [
       "downstream clusters only, without libvirt records",
@@ -139,7 +146,7 @@ describe("the Rancher host's answer in downstream clusters' DNS", () => {
   }
 
   it("accepts neutralising local beside the Rancher host ai-ear.cn", () => {
-    assert.deepEqual(problemsOf(labRawConfig()), []);
+    assert.deepEqual(problemsOf(estateRawConfig()), []);
   });
 });
 

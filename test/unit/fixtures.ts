@@ -1,26 +1,31 @@
 /**
- * Changes to the one compliant fixture every unit test starts from, the `lab` stack
- * (test/support/lab-stack.ts). Cases change one field of a deep copy.
+ * Changes to the one compliant fixture every unit test starts from, the seeds' whole estate in
+ * one stack (test/support/lab-stack.ts `estateRawConfig`). Cases change one field of a deep copy.
  */
 import * as assert from "assert/strict";
 import { SECRET_KEYS } from "../../components/model";
 import { ConfigProblem } from "../../infra/config/problems";
-import { CONFIG_NAMESPACE, RawStackConfig, validateEnvironment } from "../../infra/config/validate";
-import { labRawConfig, MutableRawConfig } from "../support/lab-stack";
+import {
+  CONFIG_NAMESPACE,
+  RawStackConfig,
+  validateEnvironment,
+  ValidationOptions,
+} from "../../infra/config/validate";
+import { estateRawConfig, MutableRawConfig } from "../support/lab-stack";
 
 /** A path into the values: `"nodes[1].ssh.hostKey"`, or segments when a key contains dots. */
 export type ConfigPath = string | readonly (string | number)[];
 
-/** The lab config with every secret recorded as a Pulumi secret, as a deployable stack has. */
-export function labRawConfigWithSecrets(): MutableRawConfig {
-  const raw = labRawConfig();
+/** The estate config with every secret recorded as a Pulumi secret, as a deployable stack has. */
+export function estateRawConfigWithSecrets(): MutableRawConfig {
+  const raw = estateRawConfig();
   for (const key of SECRET_KEYS) raw.secretKeys.add(key);
   return raw;
 }
 
-/** The lab config with one value replaced; `undefined` removes the key. */
-export function labWith(path: ConfigPath, value: unknown): MutableRawConfig {
-  return setAt(labRawConfig(), path, value);
+/** The estate config with one value replaced; `undefined` removes the key. */
+export function estateWith(path: ConfigPath, value: unknown): MutableRawConfig {
+  return setAt(estateRawConfig(), path, value);
 }
 
 /** Sets (or, with `undefined`, deletes) the value at `path`, creating maps on the way. */
@@ -72,7 +77,7 @@ export function stackKey(path: string): string {
 
 export function problemsOf(
   raw: RawStackConfig,
-  options: { requireSecrets: boolean } = { requireSecrets: false },
+  options: ValidationOptions = { requireSecrets: false },
 ): ConfigProblem[] {
   return validateEnvironment("lab", raw, options).problems;
 }

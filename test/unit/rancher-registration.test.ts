@@ -11,7 +11,7 @@ import {
   roleFlags,
 } from "../../components/rancher-cluster/registration";
 import { NodeSpec } from "../../components/model";
-import { labModel } from "../support/lab-stack";
+import { estateModel } from "../support/lab-stack";
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n";
 const TOKEN = "tok123456789secret";
@@ -33,7 +33,7 @@ const VECTORS = {
 };
 
 describe("Rancher registration", () => {
-  const model = labModel();
+  const model = estateModel();
   const uat1 = model.nodes.filter((n) => n.cluster === "uat1");
   const template = uat1[0];
   const node = (octet: number, roles: NodeSpec["roles"]): NodeSpec => ({

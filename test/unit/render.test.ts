@@ -2,7 +2,7 @@ import * as assert from "assert/strict";
 import { spawnSync } from "child_process";
 import * as YAML from "yaml";
 import { Artifact, ArtifactKind, REDACTED, renderArtifacts } from "../../infra/render";
-import { labModel, labRawConfig } from "../support/lab-stack";
+import { estateModel, estateRawConfig } from "../support/lab-stack";
 import { setAt } from "./fixtures";
 
 function ofKind(artifacts: readonly Artifact[], kind: ArtifactKind): Artifact[] {
@@ -10,7 +10,7 @@ function ofKind(artifacts: readonly Artifact[], kind: ArtifactKind): Artifact[] 
 }
 
 describe("offline render of the lab stack", () => {
-  const artifacts = renderArtifacts(labModel());
+  const artifacts = renderArtifacts(estateModel());
 
   it("writes one libvirt DNS host XML with a record per server address", () => {
     const [xml, ...more] = ofKind(artifacts, "libvirt-dns-host-xml");
@@ -39,7 +39,7 @@ describe("offline render of the lab stack", () => {
       ],
     );
     // The stack's CA ends in a newline, so Rancher hashes it as it is: sha256sum of its bytes.
-    const ca = labModel().rancher!.caCertificate!;
+    const ca = estateModel().rancher!.caCertificate!;
     assert.ok(ca.endsWith("\n"));
     const sum = spawnSync("sha256sum", [], { input: ca, encoding: "utf8" }).stdout.split(" ")[0];
     assert.equal(doc.caChecksum, sum);
@@ -72,9 +72,9 @@ describe("offline render of the lab stack", () => {
   });
 
   it("joins servers through the registration address when the stack sets one", () => {
-    const raw = setAt(labRawConfig(), "rke2.registrationAddress", "rke2.ai-ear.cn");
+    const raw = setAt(estateRawConfig(), "rke2.registrationAddress", "rke2.ai-ear.cn");
     setAt(raw, "rke2.tlsSan", ["rke2.ai-ear.cn"]);
-    const servers = ofKind(renderArtifacts(labModel(raw)), "rke2-server-config").map(
+    const servers = ofKind(renderArtifacts(estateModel(raw)), "rke2-server-config").map(
       (a) => YAML.parse(a.content) as { server?: string; "tls-san"?: string[] },
     );
     assert.deepEqual(
@@ -89,10 +89,10 @@ describe("offline render of the lab stack", () => {
   });
 
   it("writes an owner-only agent config for each management agent, token redacted", () => {
-    const raw = labRawConfig();
+    const raw = estateRawConfig();
     const nodes = raw.values.nodes as Record<string, unknown>[];
     nodes.push({ ...nodes[0], name: "sza122025.local", ip: "192.168.122.25", role: "agent" });
-    const agents = ofKind(renderArtifacts(labModel(raw)), "rke2-agent-config");
+    const agents = ofKind(renderArtifacts(estateModel(raw)), "rke2-agent-config");
     assert.deepEqual(
       agents.map((a) => [a.target, a.path, a.mode]),
       [["sza122025.local", "rke2/sza122025.local/config.yaml", 0o600]],
@@ -119,8 +119,8 @@ describe("offline render of the lab stack", () => {
   });
 
   it("writes no node-local Corefile when NodeLocalDNS is off", () => {
-    const raw = setAt(labRawConfig(), "dns.nodeLocal.enabled", false);
-    assert.deepEqual(ofKind(renderArtifacts(labModel(raw)), "nodelocal-corefile"), []);
+    const raw = setAt(estateRawConfig(), "dns.nodeLocal.enabled", false);
+    assert.deepEqual(ofKind(renderArtifacts(estateModel(raw)), "nodelocal-corefile"), []);
   });
 
   it("writes a DNS egress NetworkPolicy per listed namespace and cluster", () => {
@@ -143,7 +143,7 @@ describe("offline render of the lab stack", () => {
 });
 
 describe("offline render of the node-local Corefile per RKE2 release", () => {
-  const model = labModel();
+  const model = estateModel();
   const nodeLocalOf = (version: string) => {
     const management = { ...model.management, version };
     const artifact = renderArtifacts({ ...model, management }).find(

@@ -1,11 +1,11 @@
 import * as assert from "assert/strict";
 import { restartPlan, RestartPlan } from "../../components/rke2-cluster/restart-plan";
 import { renderArtifacts } from "../../infra/render";
-import { labModel } from "../support/lab-stack";
-import { labWith } from "./fixtures";
+import { estateModel } from "../support/lab-stack";
+import { estateWith } from "./fixtures";
 
 /** The plan `render` writes for a model, compared with an earlier plan. */
-function planOf(model: ReturnType<typeof labModel>, previous?: RestartPlan): RestartPlan {
+function planOf(model: ReturnType<typeof estateModel>, previous?: RestartPlan): RestartPlan {
   const configs = renderArtifacts(model).filter(
     (a) => a.kind === "rke2-server-config" || a.kind === "rke2-agent-config",
   );
@@ -22,7 +22,7 @@ function planOf(model: ReturnType<typeof labModel>, previous?: RestartPlan): Res
 }
 
 describe("restart-plan.json: which servers a change restarts, in which order", () => {
-  const first = planOf(labModel());
+  const first = planOf(estateModel());
 
   it("orders servers as they join, each after the previous server's gate", () => {
     assert.deepEqual(
@@ -37,12 +37,15 @@ describe("restart-plan.json: which servers a change restarts, in which order", (
   });
 
   it("restarts nothing when nothing changed", () => {
-    const again = planOf(labModel(), first);
+    const again = planOf(estateModel(), first);
     assert.ok(again.steps.every((s) => s.restarts === false && s.because.length === 0));
   });
 
   it("restarts every server on a config change that reaches every config.yaml", () => {
-    const changed = planOf(labModel(labWith(["rke2", "etcdSnapshot", "retention"], 9)), first);
+    const changed = planOf(
+      estateModel(estateWith(["rke2", "etcdSnapshot", "retention"], 9)),
+      first,
+    );
     assert.deepEqual(
       changed.steps.map((s) => [s.node, s.restarts, s.because.join(",")]),
       [
@@ -55,7 +58,7 @@ describe("restart-plan.json: which servers a change restarts, in which order", (
 
   it("names the version change on every step", () => {
     const previous = { ...first, version: "v1.34.9+rke2r1" };
-    const changed = planOf(labModel(), previous);
+    const changed = planOf(estateModel(), previous);
     assert.ok(changed.steps.every((s) => s.restarts === true));
     assert.equal(changed.previousVersion, "v1.34.9+rke2r1");
     assert.match(changed.steps[0].because[0], /^version v1\.34\.9\+rke2r1 -> v1\.3/);

@@ -4,7 +4,7 @@ import * as path from "path";
 import * as YAML from "yaml";
 import { ABSENT, planConfig, sha256 } from "../../components/rke2-cluster/config-adoption";
 import { renderRke2ServerConfig } from "../../components/rke2-cluster/config";
-import { labModel } from "../support/lab-stack";
+import { estateModel } from "../support/lab-stack";
 
 /** The estates as people wrote them (test/lab/estates, copied from the incident's servers). */
 const ESTATES = path.join(__dirname, "..", "..", "..", "test", "lab", "estates", "seed-003");
@@ -18,7 +18,7 @@ function handWritten(variant: string, host: string): string {
 
 /** What the stack renders for the lab's server `index` (no kubelet args: NodeLocalDNS aside). */
 function rendered(index: number, token = TOKEN): string {
-  const model = labModel();
+  const model = estateModel();
   const servers = model.nodes.filter((n) => n.cluster === "management");
   return renderRke2ServerConfig({
     cluster: model.management,

@@ -9,7 +9,7 @@ import {
   Rke2AgentConfigInput,
   Rke2ServerConfigInput,
 } from "../../components/rke2-cluster/config";
-import { labModel } from "../support/lab-stack";
+import { estateModel } from "../support/lab-stack";
 
 const TOKEN = "K10test-join-token::server:0123456789abcdef";
 
@@ -28,7 +28,7 @@ function parseAgentConfig(input: Rke2AgentConfigInput): Record<string, unknown> 
 }
 
 describe("RKE2 server config.yaml", () => {
-  const model = labModel();
+  const model = estateModel();
   const [first, second] = serversOf(model);
   const firstConfig = parseConfig({ cluster: model.management, node: first, token: TOKEN });
   const joinConfig = parseConfig({
@@ -127,7 +127,7 @@ describe("RKE2 server config.yaml", () => {
 });
 
 describe("RKE2 registration address", () => {
-  const model = labModel();
+  const model = estateModel();
   const [first] = serversOf(model);
 
   it("is the first server's address when the stack sets no registration address", () => {
@@ -163,7 +163,7 @@ describe("RKE2 registration address", () => {
 });
 
 describe("RKE2 agent config.yaml", () => {
-  const model = labModel();
+  const model = estateModel();
   const agent = { ...serversOf(model)[0], name: "sza122025.local", ip: "192.168.122.25" };
   const agentConfig = parseAgentConfig({
     cluster: model.management,

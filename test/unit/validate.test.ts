@@ -7,8 +7,21 @@ import * as YAML from "yaml";
 import { MANAGEMENT_CLUSTER, serversOf } from "../../components/model";
 import { ConfigProblem } from "../../infra/config/problems";
 import { loadEnvironmentModel, validateEnvironment } from "../../infra/config/validate";
-import { labModel, labRawConfig } from "../support/lab-stack";
-import { getAt, labRawConfigWithSecrets, labWith, problemsOf, setAt, stackKey } from "./fixtures";
+import {
+  estateModel,
+  estateRawConfig,
+  labManagementOutputs,
+  uat1RawConfig,
+  uat1StandaloneRawConfig,
+} from "../support/lab-stack";
+import {
+  getAt,
+  estateRawConfigWithSecrets,
+  estateWith,
+  problemsOf,
+  setAt,
+  stackKey,
+} from "./fixtures";
 
 /** The one problem reported under `path`; fails when there is none or more than one. */
 function problemAt(problems: readonly ConfigProblem[], path: string): ConfigProblem {
@@ -25,7 +38,7 @@ function problemAt(problems: readonly ConfigProblem[], path: string): ConfigProb
 describe("stack config validation", () => {
   describe("the compliant lab stack", () => {
     it("validates with no problems", () => {
-      const { model, problems } = validateEnvironment("lab", labRawConfig(), {
+      const { model, problems } = validateEnvironment("lab", estateRawConfig(), {
         requireSecrets: false,
       });
       assert.deepEqual(problems, []);
@@ -33,7 +46,7 @@ describe("stack config validation", () => {
     });
 
     it("describes three management servers and the downstream cluster uat1", () => {
-      const model = labModel();
+      const model = estateModel();
       assert.deepEqual(
         serversOf(model).map((n) => n.ip),
         ["192.168.122.20", "192.168.122.21", "192.168.122.22"],
@@ -46,20 +59,20 @@ describe("stack config validation", () => {
     });
 
     it("derives kube-dns as the 10th address of each cluster's service CIDR", () => {
-      const model = labModel();
+      const model = estateModel();
       assert.equal(model.management.clusterDnsIp, "10.13.0.10");
       assert.equal(model.rancher?.downstreamClusters[0].clusterDnsIp, "10.43.0.10");
     });
 
     it("validates with every secret stored as a Pulumi secret when secrets are required", () => {
-      assert.deepEqual(problemsOf(labRawConfigWithSecrets(), { requireSecrets: true }), []);
+      assert.deepEqual(problemsOf(estateRawConfigWithSecrets(), { requireSecrets: true }), []);
     });
   });
 
   describe("addresses and networks", () => {
     it("rejects a malformed node IP at the node's ip key", () => {
       const problem = problemAt(
-        problemsOf(labWith("nodes[1].ip", "192.168.122.300")),
+        problemsOf(estateWith("nodes[1].ip", "192.168.122.300")),
         "nodes[1].ip",
       );
       assert.match(problem.message, /"192\.168\.122\.300" is not an IPv4 address/);
@@ -68,7 +81,7 @@ describe("stack config validation", () => {
 
     it("rejects a CIDR whose prefix is longer than 32", () => {
       const problem = problemAt(
-        problemsOf(labWith("rke2.clusterCidr", "10.12.0.0/33")),
+        problemsOf(estateWith("rke2.clusterCidr", "10.12.0.0/33")),
         "rke2.clusterCidr",
       );
       assert.match(problem.message, /"10\.12\.0\.0\/33" is not a network in CIDR form/);
@@ -77,7 +90,7 @@ describe("stack config validation", () => {
 
     it("rejects a CIDR with host bits set", () => {
       const problem = problemAt(
-        problemsOf(labWith("rke2.clusterCidr", "10.12.0.1/16")),
+        problemsOf(estateWith("rke2.clusterCidr", "10.12.0.1/16")),
         "rke2.clusterCidr",
       );
       assert.match(problem.message, /"10\.12\.0\.1\/16" is not a network in CIDR form/);
@@ -86,7 +99,7 @@ describe("stack config validation", () => {
 
     it("rejects a service CIDR that overlaps the cluster CIDR", () => {
       const problem = problemAt(
-        problemsOf(labWith("rke2.serviceCidr", "10.12.128.0/17")),
+        problemsOf(estateWith("rke2.serviceCidr", "10.12.128.0/17")),
         "rke2.clusterCidr",
       );
       assert.match(problem.message, /10\.12\.0\.0\/16 overlaps 10\.12\.128\.0\/17/);
@@ -96,7 +109,7 @@ describe("stack config validation", () => {
 
     it("rejects a cluster CIDR that overlaps the libvirt node subnet", () => {
       const problem = problemAt(
-        problemsOf(labWith("rke2.clusterCidr", "192.168.0.0/16")),
+        problemsOf(estateWith("rke2.clusterCidr", "192.168.0.0/16")),
         "rke2.clusterCidr",
       );
       assert.match(problem.message, /192\.168\.0\.0\/16 overlaps 192\.168\.122\.0\/24/);
@@ -108,7 +121,7 @@ describe("stack config validation", () => {
   describe("libvirt network", () => {
     it("rejects a network name that virsh would read as an option", () => {
       const problem = problemAt(
-        problemsOf(labWith("libvirt.network", "--help")),
+        problemsOf(estateWith("libvirt.network", "--help")),
         "libvirt.network",
       );
       assert.match(problem.message, /"--help" is not a libvirt network name/);
@@ -116,14 +129,14 @@ describe("stack config validation", () => {
     });
 
     it("accepts a network name with dots, dashes and underscores", () => {
-      assert.deepEqual(problemsOf(labWith("libvirt.network", "lab_net-2.a")), []);
+      assert.deepEqual(problemsOf(estateWith("libvirt.network", "lab_net-2.a")), []);
     });
   });
 
   describe("nodes", () => {
     it("rejects a node name used twice, naming the first node", () => {
       const problem = problemAt(
-        problemsOf(labWith("nodes[1].name", "sza122020.local")),
+        problemsOf(estateWith("nodes[1].name", "sza122020.local")),
         "nodes[1].name",
       );
       assert.match(problem.message, /"sza122020\.local" is also nodes\[0\]/);
@@ -132,7 +145,7 @@ describe("stack config validation", () => {
 
     it("rejects a node IP used twice, naming the first node", () => {
       const problem = problemAt(
-        problemsOf(labWith("nodes[1].ip", "192.168.122.20")),
+        problemsOf(estateWith("nodes[1].ip", "192.168.122.20")),
         "nodes[1].ip",
       );
       assert.match(problem.message, /192\.168\.122\.20 is also nodes\[0\]\.ip/);
@@ -141,7 +154,7 @@ describe("stack config validation", () => {
 
     it("rejects a node without a pinned SSH host key and says where to read it", () => {
       const problem = problemAt(
-        problemsOf(labWith("nodes[0].ssh.hostKey", undefined)),
+        problemsOf(estateWith("nodes[0].ssh.hostKey", undefined)),
         "nodes[0].ssh.hostKey",
       );
       assert.match(problem.message, /sza122020\.local has no pinned host key/);
@@ -149,14 +162,14 @@ describe("stack config validation", () => {
     });
 
     it("requires at least one server in the management cluster", () => {
-      const raw = labRawConfig();
+      const raw = estateRawConfig();
       for (const i of [0, 1, 2]) setAt(raw, `nodes[${i}].role`, "agent");
       const problem = problemAt(problemsOf(raw), "nodes");
       assert.match(problem.message, /no node with role "server" in the management cluster/);
     });
 
     it("rejects an unknown role and lists the known ones", () => {
-      const problem = problemAt(problemsOf(labWith("nodes[0].role", "master")), "nodes[0].role");
+      const problem = problemAt(problemsOf(estateWith("nodes[0].role", "master")), "nodes[0].role");
       assert.match(problem.message, /unknown role\(s\) "master"/);
       assert.match(problem.message, /use one of server, agent, etcd, controlplane, worker/);
     });
@@ -164,18 +177,18 @@ describe("stack config validation", () => {
 
   describe("RKE2 settings", () => {
     it("accepts a tls-san without the servers' own addresses (RKE2 adds them itself)", () => {
-      assert.deepEqual(problemsOf(labWith("rke2.tlsSan", undefined)), []);
+      assert.deepEqual(problemsOf(estateWith("rke2.tlsSan", undefined)), []);
     });
 
     it("accepts a registration address that tls-san lists, keeping it in the model", () => {
-      const raw = labWith("rke2.registrationAddress", "RKE2.ai-ear.cn");
+      const raw = estateWith("rke2.registrationAddress", "RKE2.ai-ear.cn");
       setAt(raw, "rke2.tlsSan", ["rke2.ai-ear.cn"]);
-      assert.equal(labModel(raw).management.registrationAddress, "rke2.ai-ear.cn");
+      assert.equal(estateModel(raw).management.registrationAddress, "rke2.ai-ear.cn");
     });
 
     it("requires the registration address in tls-san, naming both keys and what to add", () => {
       const problem = problemAt(
-        problemsOf(labWith("rke2.registrationAddress", "192.168.122.100")),
+        problemsOf(estateWith("rke2.registrationAddress", "192.168.122.100")),
         "rke2.tlsSan",
       );
       assert.match(problem.message, /does not list rke2-remediation:rke2\.registrationAddress/);
@@ -184,7 +197,7 @@ describe("stack config validation", () => {
 
     it("rejects a registration address that is neither an IPv4 address nor a DNS name", () => {
       for (const bad of ["192.168.122.300", "https://rke2.ai-ear.cn", "rke2_vip"]) {
-        const raw = labWith("rke2.registrationAddress", bad);
+        const raw = estateWith("rke2.registrationAddress", bad);
         setAt(raw, "rke2.tlsSan", [bad]);
         const problem = problemAt(problemsOf(raw), "rke2.registrationAddress");
         assert.match(problem.message, /is neither an IPv4 address nor a DNS name/, bad);
@@ -192,7 +205,7 @@ describe("stack config validation", () => {
     });
 
     it("rejects a registration address that is a node's own address", () => {
-      const raw = labWith("rke2.registrationAddress", "192.168.122.21");
+      const raw = estateWith("rke2.registrationAddress", "192.168.122.21");
       const problem = problemAt(problemsOf(raw), "rke2.registrationAddress");
       assert.match(
         problem.message,
@@ -202,14 +215,16 @@ describe("stack config validation", () => {
 
     it("rejects a registration address on a downstream cluster", () => {
       const problem = problemAt(
-        problemsOf(labWith("rancher.downstreamClusters[0].registrationAddress", "uat1.ai-ear.cn")),
+        problemsOf(
+          estateWith("rancher.downstreamClusters[0].registrationAddress", "uat1.ai-ear.cn"),
+        ),
         "rancher.downstreamClusters[0].registrationAddress",
       );
       assert.match(problem.message, /is not a setting this program uses here/);
     });
 
     it("rejects a version that is not an RKE2 release and shows the right form", () => {
-      const problem = problemAt(problemsOf(labWith("rke2.version", "1.35.6")), "rke2.version");
+      const problem = problemAt(problemsOf(estateWith("rke2.version", "1.35.6")), "rke2.version");
       assert.match(problem.message, /"1\.35\.6" is not an RKE2 release/);
       assert.match(problem.message, /e\.g\. v1\.35\.7\+rke2r1/);
     });
@@ -218,7 +233,7 @@ describe("stack config validation", () => {
   describe("cluster DNS", () => {
     it("rejects an invalid hostname among the static hosts", () => {
       const problem = problemAt(
-        problemsOf(labWith("dns.staticHosts", { "ai_ear.cn": ["192.168.122.20"] })),
+        problemsOf(estateWith("dns.staticHosts", { "ai_ear.cn": ["192.168.122.20"] })),
         'dns.staticHosts["ai_ear.cn"]',
       );
       assert.match(problem.message, /"ai_ear\.cn" is not a valid DNS name; fix the hostname/);
@@ -226,7 +241,7 @@ describe("stack config validation", () => {
 
     it("rejects a NodeLocalDNS address inside the service CIDR", () => {
       const problem = problemAt(
-        problemsOf(labWith("dns.nodeLocal.ip", "10.13.0.53")),
+        problemsOf(estateWith("dns.nodeLocal.ip", "10.13.0.53")),
         "dns.nodeLocal.ip",
       );
       assert.match(problem.message, /10\.13\.0\.53 lies inside 10\.13\.0\.0\/16/);
@@ -235,7 +250,7 @@ describe("stack config validation", () => {
 
     it("rejects forwarding to the cluster's own DNS address as a loop", () => {
       const problem = problemAt(
-        problemsOf(labWith("dns.upstreamResolvers", ["10.13.0.10"])),
+        problemsOf(estateWith("dns.upstreamResolvers", ["10.13.0.10"])),
         "dns.upstreamResolvers[0]",
       );
       assert.match(problem.message, /10\.13\.0\.10 is the cluster DNS of management/);
@@ -245,7 +260,7 @@ describe("stack config validation", () => {
 
     it("rejects forwarding to the NodeLocalDNS address as a loop", () => {
       const problem = problemAt(
-        problemsOf(labWith("dns.upstreamResolvers", ["169.254.20.10"])),
+        problemsOf(estateWith("dns.upstreamResolvers", ["169.254.20.10"])),
         "dns.upstreamResolvers[0]",
       );
       assert.match(problem.message, /169\.254\.20\.10 is the NodeLocalDNS address/);
@@ -256,7 +271,7 @@ describe("stack config validation", () => {
   describe("RKE2 release and its rke2-coredns chart", () => {
     it("rejects a release whose chart lacks extraClusterDomains while NodeLocalDNS carries fix zones", () => {
       const problem = problemAt(
-        problemsOf(labWith("rke2.version", "v1.35.6+rke2r1")),
+        problemsOf(estateWith("rke2.version", "v1.35.6+rke2r1")),
         "rke2.version",
       );
       assert.match(problem.message, /v1\.35\.6\+rke2r1 ships rke2-coredns 1\.46\.002/);
@@ -268,7 +283,7 @@ describe("stack config validation", () => {
 
     it("checks a downstream cluster's release the same way, naming its line's first fixed release", () => {
       const problem = problemAt(
-        problemsOf(labWith("rancher.downstreamClusters[0].version", "v1.34.9+rke2r1")),
+        problemsOf(estateWith("rancher.downstreamClusters[0].version", "v1.34.9+rke2r1")),
         "rancher.downstreamClusters[0].version",
       );
       assert.match(problem.message, /ships rke2-coredns 1\.46\.002/);
@@ -276,7 +291,7 @@ describe("stack config validation", () => {
     });
 
     it("accepts the old release when NodeLocalDNS is off", () => {
-      const raw = labWith("rke2.version", "v1.35.6+rke2r1");
+      const raw = estateWith("rke2.version", "v1.35.6+rke2r1");
       setAt(raw, "rancher.downstreamClusters[0].version", "v1.33.13+rke2r1");
       setAt(raw, "dns.nodeLocal.enabled", false);
       assert.deepEqual(problemsOf(raw), []);
@@ -284,7 +299,7 @@ describe("stack config validation", () => {
 
     it("rejects a release the table does not list, naming the table's module", () => {
       const problem = problemAt(
-        problemsOf(labWith("rke2.version", "v1.35.8+rke2r1")),
+        problemsOf(estateWith("rke2.version", "v1.35.8+rke2r1")),
         "rke2.version",
       );
       assert.match(problem.message, /"v1\.35\.8\+rke2r1" is not in the RKE2 release table/);
@@ -294,7 +309,7 @@ describe("stack config validation", () => {
     });
 
     it("rejects a release of a line the table does not cover, naming the lines it does", () => {
-      const raw = labWith("rancher.downstreamClusters[0].version", "v1.32.13+rke2r2");
+      const raw = estateWith("rancher.downstreamClusters[0].version", "v1.32.13+rke2r2");
       setAt(raw, "dns.nodeLocal.enabled", false);
       const problem = problemAt(problemsOf(raw), "rancher.downstreamClusters[0].version");
       assert.match(problem.message, /lines v1\.33, v1\.34, v1\.35, v1\.36/);
@@ -337,7 +352,7 @@ describe("stack config validation", () => {
     ];
     for (const c of cases) {
       it(`rejects ${c.key}, naming ${c.closest}`, () => {
-        const problem = problemAt(problemsOf(setAt(labRawConfig(), c.path, c.value)), c.key);
+        const problem = problemAt(problemsOf(setAt(estateRawConfig(), c.path, c.value)), c.key);
         assert.match(problem.message, /is not a setting this program uses here/);
         assert.ok(
           problem.message.includes(`did you mean ${stackKey(c.closest)}?`),
@@ -355,20 +370,20 @@ describe("stack config validation", () => {
       };
       for (const [key, value] of Object.entries(settings)) {
         const path = `rancher.downstreamClusters[0].${key}`;
-        const problem = problemAt(problemsOf(labWith(path, value)), path);
+        const problem = problemAt(problemsOf(estateWith(path, value)), path);
         assert.match(problem.message, /is not a setting this program uses here/);
       }
     });
 
     it("rejects a secret under an unknown name", () => {
-      const raw = labRawConfig();
+      const raw = estateRawConfig();
       raw.secretKeys.add("rke2token");
       const problem = problemAt(problemsOf(raw), "rke2token");
       assert.ok(problem.message.includes(stackKey("rke2Token")), problem.message);
     });
 
     it("knows rke2.registrationAddress", () => {
-      const problems = problemsOf(labWith("rke2.registrationAddress", "192.168.122.100"));
+      const problems = problemsOf(estateWith("rke2.registrationAddress", "192.168.122.100"));
       assert.ok(!problems.some((p) => p.key === stackKey("rke2.registrationAddress")));
     });
 
@@ -411,32 +426,26 @@ describe("stack config validation", () => {
     ];
     for (const { cron, field } of bad) {
       it(`rejects "${cron}", naming the field`, () => {
-        const problem = problemAt(problemsOf(labWith(key, cron)), key);
+        const problem = problemAt(problemsOf(estateWith(key, cron)), key);
         assert.match(problem.message, field);
       });
     }
 
     it("accepts schedules within every field's range", () => {
       for (const cron of ["0 */6 * * *", "30 1-5/2 1,15 * 0-6", "59 23 31 12 6", "5/15 * * * *"]) {
-        assert.deepEqual(problemsOf(labWith(key, cron)), [], cron);
+        assert.deepEqual(problemsOf(estateWith(key, cron)), [], cron);
       }
     });
   });
 
   describe("the Rancher hostname's static answer", () => {
     const rancherHost = ["dns", "staticHosts", "ai-ear.cn"];
-    /** The uat1 stack (no management servers) with one value replaced. */
-    const uat1With = (path: string[], value: unknown) => {
-      const stack = rawConfigFromStackFile(stackFilePath("uat1"));
-      return setAt(
-        { values: structuredClone({ ...stack.values }), secretKeys: new Set(stack.secretKeys) },
-        path,
-        value,
-      );
-    };
+    /** uat1 giving Rancher's values itself (no management servers, no managementStack). */
+    const uat1With = (path: string[], value: unknown) =>
+      setAt(uat1StandaloneRawConfig(), path, value);
 
     it("rejects a static answer that is not exactly the management servers", () => {
-      const raw = setAt(labRawConfig(), rancherHost, ["192.168.122.20", "192.168.122.21"]);
+      const raw = setAt(estateRawConfig(), rancherHost, ["192.168.122.20", "192.168.122.21"]);
       const problem = problemAt(problemsOf(raw), 'dns.staticHosts["ai-ear.cn"]');
       assert.match(problem.message, /lists 192\.168\.122\.20, 192\.168\.122\.21/);
       assert.match(
@@ -447,7 +456,7 @@ describe("stack config validation", () => {
     });
 
     it("accepts the servers in another order", () => {
-      const raw = setAt(labRawConfig(), rancherHost, [
+      const raw = setAt(estateRawConfig(), rancherHost, [
         "192.168.122.22",
         "192.168.122.20",
         "192.168.122.21",
@@ -456,7 +465,7 @@ describe("stack config validation", () => {
     });
 
     it("derives the answer from the management servers when the stack gives none", () => {
-      const model = labModel(setAt(labRawConfig(), rancherHost, undefined));
+      const model = estateModel(setAt(estateRawConfig(), rancherHost, undefined));
       assert.deepEqual([...model.dns.staticHosts["ai-ear.cn"]].sort(), [
         "192.168.122.20",
         "192.168.122.21",
@@ -466,7 +475,7 @@ describe("stack config validation", () => {
 
     it("derives it from the libvirt records in a stack without management servers", () => {
       const raw = uat1With(rancherHost, undefined);
-      const model = labModel(raw);
+      const model = estateModel(raw);
       assert.deepEqual(model.dns.staticHosts["ai-ear.cn"], [
         "192.168.122.20",
         "192.168.122.21",
@@ -487,16 +496,23 @@ describe("stack config validation", () => {
 
   describe("Rancher downstream clusters", () => {
     it("validates a stack of downstream clusters only, without the management `rke2` key", () => {
-      assert.deepEqual(problemsOf(rawConfigFromStackFile(stackFilePath("uat1"))), []);
+      assert.deepEqual(problemsOf(uat1StandaloneRawConfig()), []);
+      assert.deepEqual(
+        problemsOf(uat1RawConfig(), {
+          requireSecrets: false,
+          managementOutputs: labManagementOutputs(),
+        }),
+        [],
+      );
     });
 
     it("requires an etcd, a controlplane and a worker node, as Rancher's planner does", () => {
       const problem = problemAt(
-        problemsOf(labWith("nodes[3].roles", ["etcd"])),
+        problemsOf(estateWith("nodes[3].roles", ["etcd"])),
         "rancher.downstreamClusters[0]",
       );
       assert.match(problem.message, /no node with role controlplane; Rancher delivers no plan/);
-      const noWorker = labWith("nodes[4].roles", ["controlplane"]);
+      const noWorker = estateWith("nodes[4].roles", ["controlplane"]);
       assert.match(
         problemAt(problemsOf(noWorker), "rancher.downstreamClusters[0]").message,
         /cluster "uat1" has no node with role worker/,
@@ -504,13 +520,13 @@ describe("stack config validation", () => {
     });
 
     it("accepts etcd and controlplane on different nodes when a worker is among them", () => {
-      const split = labWith("nodes[3].roles", ["etcd", "worker"]);
+      const split = estateWith("nodes[3].roles", ["etcd", "worker"]);
       setAt(split, "nodes[4].roles", ["controlplane"]);
       assert.deepEqual(problemsOf(split), []);
     });
 
     it("refuses a cluster whose only worker is a second etcd node, naming the stack key", () => {
-      const raw = labWith("nodes[4].roles", ["etcd", "worker"]);
+      const raw = estateWith("nodes[4].roles", ["etcd", "worker"]);
       assert.match(
         problemAt(problemsOf(raw), "rancher.downstreamClusters[0]").message,
         /no worker node without etcd to register beside the init node/,
@@ -519,19 +535,25 @@ describe("stack config validation", () => {
 
     it("keeps rancher.caCertificate byte for byte, its trailing newline included", () => {
       const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
-      assert.equal(labModel(labWith("rancher.caCertificate", pem)).rancher!.caCertificate, pem);
+      assert.equal(
+        estateModel(estateWith("rancher.caCertificate", pem)).rancher!.caCertificate,
+        pem,
+      );
       const bare = pem.trimEnd();
-      assert.equal(labModel(labWith("rancher.caCertificate", bare)).rancher!.caCertificate, bare);
+      assert.equal(
+        estateModel(estateWith("rancher.caCertificate", bare)).rancher!.caCertificate,
+        bare,
+      );
     });
 
     it("requires Rancher's CA unless the cluster opts in to insecure registration", () => {
       const problem = problemAt(
-        problemsOf(labWith("rancher.caCertificate", undefined)),
+        problemsOf(estateWith("rancher.caCertificate", undefined)),
         "rancher.caCertificate",
       );
       assert.match(problem.message, /--ca-checksum/);
       assert.match(problem.message, /curl -fsk https:\/\/<rancher>\/cacerts/);
-      const optedIn = labWith("rancher.caCertificate", undefined);
+      const optedIn = estateWith("rancher.caCertificate", undefined);
       setAt(optedIn, "rancher.downstreamClusters[0].insecureRegistration", true);
       assert.deepEqual(problemsOf(optedIn), []);
     });
@@ -539,7 +561,7 @@ describe("stack config validation", () => {
 
   describe("secrets", () => {
     it("rejects a secret stored in plain text without echoing it", () => {
-      const raw = labWith("rke2Token", "K10-plain-text-token");
+      const raw = estateWith("rke2Token", "K10-plain-text-token");
       assert.equal(raw.secretKeys.size, 0);
       const problem = problemAt(problemsOf(raw), "rke2Token");
       assert.match(problem.message, /is stored in plain text/);
@@ -548,7 +570,7 @@ describe("stack config validation", () => {
     });
 
     it("reports a missing secret when the deployment requires secrets", () => {
-      const raw = labRawConfigWithSecrets();
+      const raw = estateRawConfigWithSecrets();
       raw.secretKeys.delete("rke2Token");
       const problems = problemsOf(raw, { requireSecrets: true });
       assert.deepEqual(
@@ -559,13 +581,13 @@ describe("stack config validation", () => {
     });
 
     it("does not require secrets for offline render and verify", () => {
-      assert.deepEqual(problemsOf(labRawConfig(), { requireSecrets: false }), []);
+      assert.deepEqual(problemsOf(estateRawConfig(), { requireSecrets: false }), []);
     });
   });
 
   describe("reporting", () => {
     it("reports every problem, not only the first", () => {
-      const raw = labRawConfig();
+      const raw = estateRawConfig();
       setAt(raw, "rke2.version", "1.35.6");
       setAt(raw, "rke2.clusterCidr", "10.12.0.0/33");
       setAt(raw, "dns.upstreamResolvers", ["10.13.0.10"]);
@@ -577,7 +599,7 @@ describe("stack config validation", () => {
     });
 
     it("throws one error naming every problem from loadEnvironmentModel", () => {
-      const raw = labWith("rke2.version", "1.35.6");
+      const raw = estateWith("rke2.version", "1.35.6");
       setAt(raw, "nodes[1].ip", "192.168.122.300");
       assert.throws(
         () => loadEnvironmentModel("lab", raw, { requireSecrets: false }),
@@ -589,8 +611,8 @@ describe("stack config validation", () => {
     });
 
     it("leaves the shared fixture untouched when a case changes a copy", () => {
-      labWith("nodes[1].ip", "192.168.122.300");
-      assert.equal(getAt(labRawConfig(), "nodes[1].ip"), "192.168.122.21");
+      estateWith("nodes[1].ip", "192.168.122.300");
+      assert.equal(getAt(estateRawConfig(), "nodes[1].ip"), "192.168.122.21");
     });
   });
 });
@@ -600,7 +622,7 @@ const KEY_BODY = "MC4CAQAwBQYDK2VwBCIEIPLACEHOLDERprivateKEYbodyNOTaREALkey0000"
 const PRIVATE_KEY = `-----BEGIN PRIVATE KEY-----\n${KEY_BODY}\n-----END PRIVATE KEY-----\n`;
 
 /** The problems at `path`, asserting there is exactly one and returning its message. */
-function onlyProblemAt(raw: ReturnType<typeof labWith>, path: string): string {
+function onlyProblemAt(raw: ReturnType<typeof estateWith>, path: string): string {
   const problems = problemsOf(raw);
   const found = problems.filter((p) => p.key === stackKey(path));
   assert.equal(
@@ -614,19 +636,19 @@ function onlyProblemAt(raw: ReturnType<typeof labWith>, path: string): string {
 describe("estate mistakes that are well-formed values", () => {
   describe("addresses no node can have", () => {
     it("refuses the libvirt subnet's network address as a node's ip", () => {
-      const message = onlyProblemAt(labWith("nodes[3].ip", "192.168.122.0"), "nodes[3].ip");
+      const message = onlyProblemAt(estateWith("nodes[3].ip", "192.168.122.0"), "nodes[3].ip");
       assert.match(message, /192\.168\.122\.0 is the network address of libvirt\.subnet/);
       assert.match(message, /set the address node sza122031\.local has/);
     });
 
     it("refuses the libvirt subnet's broadcast address as a node's ip", () => {
-      const message = onlyProblemAt(labWith("nodes[4].ip", "192.168.122.255"), "nodes[4].ip");
+      const message = onlyProblemAt(estateWith("nodes[4].ip", "192.168.122.255"), "nodes[4].ip");
       assert.match(message, /192\.168\.122\.255 is the broadcast address of libvirt\.subnet/);
     });
 
     it("refuses the network's default gateway, its first address, as a node's ip", () => {
       // The KVM host is reached elsewhere, so only the gateway rule can refuse .1.
-      const raw = labWith("libvirt.ssh.host", "10.0.0.1");
+      const raw = estateWith("libvirt.ssh.host", "10.0.0.1");
       setAt(raw, "nodes[4].ip", "192.168.122.1");
       const message = onlyProblemAt(raw, "nodes[4].ip");
       assert.match(message, /192\.168\.122\.1 is the libvirt network's gateway/);
@@ -634,20 +656,20 @@ describe("estate mistakes that are well-formed values", () => {
     });
 
     it("refuses the gateway the stack sets in libvirt.gateway as a node's ip", () => {
-      const raw = labWith("libvirt.gateway", "192.168.122.254");
+      const raw = estateWith("libvirt.gateway", "192.168.122.254");
       setAt(raw, "nodes[4].ip", "192.168.122.254");
       assert.match(onlyProblemAt(raw, "nodes[4].ip"), /is the libvirt network's gateway/);
     });
 
     it("lets a node have the first address when libvirt.gateway names another", () => {
-      const raw = labWith("libvirt.gateway", "192.168.122.254");
+      const raw = estateWith("libvirt.gateway", "192.168.122.254");
       setAt(raw, "libvirt.ssh.host", "10.0.0.1");
       setAt(raw, "nodes[4].ip", "192.168.122.1");
       assert.deepEqual(problemsOf(raw), []);
     });
 
     it("refuses the KVM host's own SSH address as a node's ip", () => {
-      const raw = labWith("libvirt.gateway", "192.168.122.254");
+      const raw = estateWith("libvirt.gateway", "192.168.122.254");
       setAt(raw, "libvirt.ssh.host", "192.168.122.2");
       setAt(raw, "nodes[4].ip", "192.168.122.2");
       assert.match(
@@ -657,7 +679,7 @@ describe("estate mistakes that are well-formed values", () => {
     });
 
     it("refuses a libvirt.gateway outside the subnet", () => {
-      const message = onlyProblemAt(labWith("libvirt.gateway", "10.0.0.1"), "libvirt.gateway");
+      const message = onlyProblemAt(estateWith("libvirt.gateway", "10.0.0.1"), "libvirt.gateway");
       assert.match(
         message,
         /10\.0\.0\.1 is not a host address of .*libvirt\.subnet 192\.168\.122\.0\/24/,
@@ -667,13 +689,13 @@ describe("estate mistakes that are well-formed values", () => {
 
     it("refuses a loopback node address", () => {
       assert.match(
-        onlyProblemAt(labWith("nodes[4].ip", "127.0.0.5"), "nodes[4].ip"),
+        onlyProblemAt(estateWith("nodes[4].ip", "127.0.0.5"), "nodes[4].ip"),
         /127\.0\.0\.5 is in the loopback block/,
       );
     });
 
     it("refuses a node address inside a cluster's service CIDR", () => {
-      const message = onlyProblemAt(labWith("nodes[4].ip", "10.43.0.5"), "nodes[4].ip");
+      const message = onlyProblemAt(estateWith("nodes[4].ip", "10.43.0.5"), "nodes[4].ip");
       assert.match(
         message,
         /lies inside .*rancher\.downstreamClusters\[0\]\.serviceCidr 10\.43\.0\.0\/16/,
@@ -684,7 +706,7 @@ describe("estate mistakes that are well-formed values", () => {
   describe("service CIDR size", () => {
     it("refuses a service CIDR too small to hold kube-dns at its 10th address", () => {
       const message = onlyProblemAt(
-        labWith("rke2.serviceCidr", "10.13.0.0/29"),
+        estateWith("rke2.serviceCidr", "10.13.0.0/29"),
         "rke2.serviceCidr",
       );
       assert.match(message, /10\.13\.0\.0\/29 holds 8 addresses/);
@@ -693,19 +715,19 @@ describe("estate mistakes that are well-formed values", () => {
     });
 
     it("accepts a /28, which holds .10 among its allocatable addresses", () => {
-      assert.deepEqual(problemsOf(labWith("rke2.serviceCidr", "10.13.0.0/28")), []);
+      assert.deepEqual(problemsOf(estateWith("rke2.serviceCidr", "10.13.0.0/28")), []);
     });
 
     it("refuses a service CIDR larger than kube-apiserver accepts", () => {
       const message = onlyProblemAt(
-        labWith("rancher.downstreamClusters[0].serviceCidr", "172.32.0.0/11"),
+        estateWith("rancher.downstreamClusters[0].serviceCidr", "172.32.0.0/11"),
         "rancher.downstreamClusters[0].serviceCidr",
       );
       assert.match(message, /at most a \/12/);
     });
 
     it("refuses a pod network in the link-local block", () => {
-      const problems = problemsOf(labWith("rke2.clusterCidr", "169.254.0.0/16"));
+      const problems = problemsOf(estateWith("rke2.clusterCidr", "169.254.0.0/16"));
       const message = problems.find((p) => p.key === stackKey("rke2.clusterCidr"))?.message ?? "";
       assert.match(message, /overlaps 169\.254\.0\.0\/16, the link-local block/);
     });
@@ -714,7 +736,7 @@ describe("estate mistakes that are well-formed values", () => {
   describe("NodePort ranges", () => {
     it("refuses a range that covers RKE2's own ports, naming each", () => {
       const message = onlyProblemAt(
-        labWith("rke2.nodePortRange", "2000-12000"),
+        estateWith("rke2.nodePortRange", "2000-12000"),
         "rke2.nodePortRange",
       );
       for (const port of ["6443", "9345", "10250", "2379", "2380", "2381"]) {
@@ -725,20 +747,23 @@ describe("estate mistakes that are well-formed values", () => {
 
     it("refuses a range over the cluster's CNI ports, read for that cluster's CNI", () => {
       const message = onlyProblemAt(
-        labWith("rancher.downstreamClusters[0].nodePortRange", "9000-9100"),
+        estateWith("rancher.downstreamClusters[0].nodePortRange", "9000-9100"),
         "rancher.downstreamClusters[0].nodePortRange",
       );
       assert.match(message, /9098 \(Calico Typha health checks\), 9099 \(Calico health checks\)/);
     });
 
     it("refuses a range over the nodes' SSH port", () => {
-      const message = onlyProblemAt(labWith("rke2.nodePortRange", "20-100"), "rke2.nodePortRange");
+      const message = onlyProblemAt(
+        estateWith("rke2.nodePortRange", "20-100"),
+        "rke2.nodePortRange",
+      );
       assert.match(message, /22 \(SSH to the nodes\)/);
     });
 
     it("refuses a range starting at port 0", () => {
       assert.match(
-        onlyProblemAt(labWith("rke2.nodePortRange", "0-100"), "rke2.nodePortRange"),
+        onlyProblemAt(estateWith("rke2.nodePortRange", "0-100"), "rke2.nodePortRange"),
         /starts at port 0/,
       );
     });
@@ -751,20 +776,20 @@ describe("estate mistakes that are well-formed values", () => {
       ["8.8.8.8", /is a public address/],
     ] as const) {
       it(`refuses ${ip} as the NodeLocalDNS address`, () => {
-        const message = onlyProblemAt(labWith("dns.nodeLocal.ip", ip), "dns.nodeLocal.ip");
+        const message = onlyProblemAt(estateWith("dns.nodeLocal.ip", ip), "dns.nodeLocal.ip");
         assert.match(message, why);
         assert.match(message, /link-local address such as 169\.254\.20\.10/);
       });
     }
 
     it("accepts another link-local NodeLocalDNS address", () => {
-      assert.deepEqual(problemsOf(labWith("dns.nodeLocal.ip", "169.254.25.10")), []);
+      assert.deepEqual(problemsOf(estateWith("dns.nodeLocal.ip", "169.254.25.10")), []);
     });
 
     for (const ip of ["0.0.0.0", "255.255.255.255", "224.0.0.251", "169.254.169.254"]) {
       it(`refuses ${ip} as an upstream resolver`, () => {
         const message = onlyProblemAt(
-          labWith("dns.upstreamResolvers", [ip, "192.168.122.1"]),
+          estateWith("dns.upstreamResolvers", [ip, "192.168.122.1"]),
           "dns.upstreamResolvers[0]",
         );
         assert.match(message, /where no resolver can answer/);
@@ -773,14 +798,14 @@ describe("estate mistakes that are well-formed values", () => {
 
     it("accepts a public upstream resolver", () => {
       assert.deepEqual(
-        problemsOf(labWith("dns.upstreamResolvers", ["192.168.122.1", "9.9.9.9"])),
+        problemsOf(estateWith("dns.upstreamResolvers", ["192.168.122.1", "9.9.9.9"])),
         [],
       );
     });
 
     it("refuses the same upstream resolver twice", () => {
       const message = onlyProblemAt(
-        labWith("dns.upstreamResolvers", ["192.168.122.1", "192.168.122.1"]),
+        estateWith("dns.upstreamResolvers", ["192.168.122.1", "192.168.122.1"]),
         "dns.upstreamResolvers[1]",
       );
       assert.match(message, /is also dns\.upstreamResolvers\[0\]/);
@@ -789,12 +814,12 @@ describe("estate mistakes that are well-formed values", () => {
 
   describe("host entries", () => {
     it("refuses a dns.staticHosts entry with no address", () => {
-      const raw = labWith(["dns", "staticHosts", "registry.lab"], []);
+      const raw = estateWith(["dns", "staticHosts", "registry.lab"], []);
       assert.match(onlyProblemAt(raw, 'dns.staticHosts["registry.lab"]'), /lists no address/);
     });
 
     it("refuses a libvirt.dnsRecords entry with no address", () => {
-      const raw = labWith(["libvirt", "dnsRecords", "registry.lab"], []);
+      const raw = estateWith(["libvirt", "dnsRecords", "registry.lab"], []);
       assert.match(onlyProblemAt(raw, 'libvirt.dnsRecords["registry.lab"]'), /lists no address/);
     });
   });
@@ -802,7 +827,7 @@ describe("estate mistakes that are well-formed values", () => {
   describe("ports and registry", () => {
     it("refuses a registry port above 65535", () => {
       const message = onlyProblemAt(
-        labWith("rke2.privateRegistry", "192.168.122.156:70000"),
+        estateWith("rke2.privateRegistry", "192.168.122.156:70000"),
         "rke2.privateRegistry",
       );
       assert.match(message, /port 70000 is outside 1-65535/);
@@ -810,7 +835,10 @@ describe("estate mistakes that are well-formed values", () => {
 
     it("refuses registry port 0", () => {
       assert.match(
-        onlyProblemAt(labWith("rke2.privateRegistry", "192.168.122.156:0"), "rke2.privateRegistry"),
+        onlyProblemAt(
+          estateWith("rke2.privateRegistry", "192.168.122.156:0"),
+          "rke2.privateRegistry",
+        ),
         /port 0 is outside 1-65535/,
       );
     });
@@ -818,7 +846,7 @@ describe("estate mistakes that are well-formed values", () => {
     it("refuses a registry host that is no DNS name", () => {
       assert.match(
         onlyProblemAt(
-          labWith("rke2.privateRegistry", "registry..lab:5000"),
+          estateWith("rke2.privateRegistry", "registry..lab:5000"),
           "rke2.privateRegistry",
         ),
         /"registry\.\.lab" is neither an IPv4 address nor a DNS name/,
@@ -827,7 +855,7 @@ describe("estate mistakes that are well-formed values", () => {
 
     it("refuses registry credentials without echoing them", () => {
       const message = onlyProblemAt(
-        labWith("rke2.privateRegistry", "admin:hunter22@192.168.122.156:30000"),
+        estateWith("rke2.privateRegistry", "admin:hunter22@192.168.122.156:30000"),
         "rke2.privateRegistry",
       );
       assert.match(message, /registries\.yaml/);
@@ -836,7 +864,7 @@ describe("estate mistakes that are well-formed values", () => {
 
     it("refuses a rancher.url port above 65535", () => {
       assert.match(
-        onlyProblemAt(labWith("rancher.url", "https://ai-ear.cn:99999"), "rancher.url"),
+        onlyProblemAt(estateWith("rancher.url", "https://ai-ear.cn:99999"), "rancher.url"),
         /port 99999 is outside 1-65535/,
       );
     });
@@ -845,7 +873,7 @@ describe("estate mistakes that are well-formed values", () => {
   describe("SSH endpoints", () => {
     it("refuses two nodes at the same SSH endpoint", () => {
       const message = onlyProblemAt(
-        labWith("nodes[4].ssh.host", "192.168.122.31"),
+        estateWith("nodes[4].ssh.host", "192.168.122.31"),
         "nodes[4].ssh.host",
       );
       assert.match(
@@ -855,14 +883,14 @@ describe("estate mistakes that are well-formed values", () => {
     });
 
     it("accepts two nodes behind one address on different ports", () => {
-      const raw = labWith("nodes[4].ssh.host", "192.168.122.31");
+      const raw = estateWith("nodes[4].ssh.host", "192.168.122.31");
       setAt(raw, "nodes[4].ssh.port", 2222);
       assert.deepEqual(problemsOf(raw), []);
     });
 
     it("refuses a node reached at the KVM host's SSH endpoint", () => {
       const message = onlyProblemAt(
-        labWith("nodes[4].ssh.host", "192.168.122.1"),
+        estateWith("nodes[4].ssh.host", "192.168.122.1"),
         "nodes[4].ssh.host",
       );
       assert.match(message, /as libvirt\.ssh \(the KVM host\) is/);
@@ -870,7 +898,7 @@ describe("estate mistakes that are well-formed values", () => {
 
     it("refuses an SSH host that is neither an address nor a DNS name", () => {
       assert.match(
-        onlyProblemAt(labWith("nodes[4].ssh.host", "-oProxyCommand=x"), "nodes[4].ssh.host"),
+        onlyProblemAt(estateWith("nodes[4].ssh.host", "-oProxyCommand=x"), "nodes[4].ssh.host"),
         /neither an IPv4 address nor a DNS name/,
       );
     });
@@ -878,7 +906,7 @@ describe("estate mistakes that are well-formed values", () => {
 
   describe("registration address", () => {
     it("refuses a downstream node's address as rke2.registrationAddress", () => {
-      const raw = labWith("rke2.registrationAddress", "192.168.122.30");
+      const raw = estateWith("rke2.registrationAddress", "192.168.122.30");
       setAt(raw, "rke2.tlsSan", ["192.168.122.30"]);
       const message = onlyProblemAt(raw, "rke2.registrationAddress");
       assert.match(
@@ -888,7 +916,7 @@ describe("estate mistakes that are well-formed values", () => {
     });
 
     it("refuses the network's gateway as rke2.registrationAddress", () => {
-      const raw = labWith("rke2.registrationAddress", "192.168.122.1");
+      const raw = estateWith("rke2.registrationAddress", "192.168.122.1");
       setAt(raw, "rke2.tlsSan", ["192.168.122.1"]);
       assert.match(onlyProblemAt(raw, "rke2.registrationAddress"), /gateway/);
     });
@@ -896,14 +924,14 @@ describe("estate mistakes that are well-formed values", () => {
 
   describe("Rancher URL", () => {
     it("refuses capitals in rancher.url's host, showing the lowercase form", () => {
-      const message = onlyProblemAt(labWith("rancher.url", "https://AI-EAR.cn"), "rancher.url");
+      const message = onlyProblemAt(estateWith("rancher.url", "https://AI-EAR.cn"), "rancher.url");
       assert.match(message, /the host "AI-EAR\.cn" has capitals/);
       assert.ok(message.includes("https://ai-ear.cn"), message);
     });
 
     it("refuses credentials in rancher.url without echoing them", () => {
       const message = onlyProblemAt(
-        labWith("rancher.url", "https://admin:hunter22@ai-ear.cn"),
+        estateWith("rancher.url", "https://admin:hunter22@ai-ear.cn"),
         "rancher.url",
       );
       assert.ok(!message.includes("hunter22"), message);
@@ -913,9 +941,9 @@ describe("estate mistakes that are well-formed values", () => {
 
   describe("secrets in plain keys", () => {
     it("refuses a private key pasted after the CA in rancher.caCertificate, without echoing it", () => {
-      const ca = getAt(labRawConfig(), "rancher.caCertificate") as string;
+      const ca = getAt(estateRawConfig(), "rancher.caCertificate") as string;
       const message = onlyProblemAt(
-        labWith("rancher.caCertificate", ca + PRIVATE_KEY),
+        estateWith("rancher.caCertificate", ca + PRIVATE_KEY),
         "rancher.caCertificate",
       );
       assert.match(message, /holds a private key, in a plain key/);
@@ -925,14 +953,14 @@ describe("estate mistakes that are well-formed values", () => {
 
     it("refuses a private key alone in rancher.caCertificate with that one message", () => {
       const message = onlyProblemAt(
-        labWith("rancher.caCertificate", PRIVATE_KEY),
+        estateWith("rancher.caCertificate", PRIVATE_KEY),
         "rancher.caCertificate",
       );
       assert.match(message, /holds a private key/);
     });
 
     it("refuses a private key pasted as a node's host key", () => {
-      const raw = labWith(
+      const raw = estateWith(
         "nodes[2].ssh.hostKey",
         PRIVATE_KEY.replace("PRIVATE", "OPENSSH PRIVATE"),
       );
@@ -944,7 +972,7 @@ describe("estate mistakes that are well-formed values", () => {
     it("refuses an RKE2 join token in rke2.installCommand", () => {
       const token = `K10${"ab".repeat(32)}::server:s3cr3tpassw0rd`;
       const message = onlyProblemAt(
-        labWith(
+        estateWith(
           "rke2.installCommand",
           `curl -sfL https://get.rke2.io | INSTALL_TOKEN=${token} sh -`,
         ),
@@ -956,14 +984,20 @@ describe("estate mistakes that are well-formed values", () => {
 
     it("refuses a Rancher API token in any plain key", () => {
       const message = onlyProblemAt(
-        labWith("rancher.downstreamClusters[0].privateRegistry", "token-ab1cd:x".padEnd(60, "q")),
+        estateWith(
+          "rancher.downstreamClusters[0].privateRegistry",
+          "token-ab1cd:x".padEnd(60, "q"),
+        ),
         "rancher.downstreamClusters[0].privateRegistry",
       );
       assert.match(message, /holds a Rancher API token/);
     });
 
     it("refuses a kubeconfig's credentials under a host entry's name", () => {
-      const raw = labWith(["dns", "staticHosts", "ai-ear.cn"], ["client-key-data: LS0tLS1CRUdJTi"]);
+      const raw = estateWith(
+        ["dns", "staticHosts", "ai-ear.cn"],
+        ["client-key-data: LS0tLS1CRUdJTi"],
+      );
       const problems = problemsOf(raw);
       assert.ok(
         problems.some(
@@ -979,14 +1013,17 @@ describe("estate mistakes that are well-formed values", () => {
 
   describe("node names", () => {
     it("refuses a node name that differs from another only in case (Kubernetes names are lowercase)", () => {
-      const message = onlyProblemAt(labWith("nodes[1].name", "SZA122020.local"), "nodes[1].name");
+      const message = onlyProblemAt(
+        estateWith("nodes[1].name", "SZA122020.local"),
+        "nodes[1].name",
+      );
       assert.match(message, /"sza122020\.local" is also nodes\[0\]/);
       assert.match(message, /names differing only in case are one node/);
     });
 
     it("refuses a node name Kubernetes does not accept (an underscore)", () => {
       assert.match(
-        onlyProblemAt(labWith("nodes[1].name", "sza_122021.local"), "nodes[1].name"),
+        onlyProblemAt(estateWith("nodes[1].name", "sza_122021.local"), "nodes[1].name"),
         /is not a valid DNS name/,
       );
     });
