@@ -98,11 +98,8 @@ export const KEY_READERS: Readonly<Record<string, KeyReaders>> = {
     dnsDelivery: ["clusterDns"],
   }),
 
-  rancher: ["libvirtDnsRecords", "nodePreparation", "clusterDns", "rancherClusters"],
-  // Rancher's host: the libvirt records keep its name out of the neutralised domain, the DNS
-  // fix answers it; registration connects to the URL.
-  "rancher.url": ["libvirtDnsRecords", "clusterDns", "rancherClusters"],
-  "rancher.caCertificate": RANCHER_CLUSTERS,
+  // `rancher` itself, `rancher.url` and `rancher.caCertificate` are read whatever the selection:
+  // they are the stack's output `rancher`, which downstream stacks read (management-stack.ts).
   // Where rancher.url, its CA and Rancher's addresses come from in a downstream stack.
   managementStack: ["libvirtDnsRecords", "clusterDns", "rancherClusters"],
   // Node preparation reads a downstream cluster's CNI and kube-proxy mode for its nodes.

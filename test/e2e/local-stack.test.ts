@@ -215,6 +215,27 @@ describe("pulumi CLI on the local stack", function () {
       );
   });
 
+  it("exports the rancher output a downstream stack reads: Rancher's URL, CA, servers, and what it declares", () => {
+    const r = pulumi("stack", "output", "rancher", "--json");
+    assert.equal(r.status, 0, r.out);
+    const rancher = JSON.parse(r.out) as {
+      url: string;
+      caCertificate: string | null;
+      addresses: string[];
+      downstreamClusters: string[];
+      nodes: { name: string; ip: string }[];
+    };
+    assert.equal(rancher.url, "https://ai-ear.cn");
+    // The lab's Rancher stand-in serves the CA the stack pins, with its final newline.
+    assert.match(
+      rancher.caCertificate ?? "",
+      /^-----BEGIN CERTIFICATE-----\n[^]*-----END CERTIFICATE-----\n$/,
+    );
+    assert.deepEqual(rancher.addresses, SERVERS);
+    assert.deepEqual(rancher.downstreamClusters, ["uat1"]);
+    assert.ok(rancher.nodes.some((n) => n.ip === "192.168.122.30" && n.name === "sza122030.local"));
+  });
+
   it("finds no drift right after up", () => {
     const r = pulumi("preview", "--refresh", "--expect-no-changes");
     assert.equal(r.status, 0, r.out);

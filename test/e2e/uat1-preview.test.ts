@@ -3,9 +3,15 @@
  * and the policy pack. The `rancher2` provider plugin is the lab's Node stand-in on PATH; the
  * preview reaches no host (SSH from the operator namespace is blocked while it runs). Secrets
  * live in a copy of the stack file and in a throw-away backend, never in the repository.
+ *
+ * uat1 reads Rancher's URL, CA and addresses from the `lab` stack (`managementStack`) through a
+ * real StackReference. The backend's `lab` stack is the shipped lab stack with every part
+ * turned off, brought up by the same program: it declares nothing and reaches no host, and its
+ * outputs are the ones a full `up` of it exports.
  */
 import * as assert from "assert/strict";
 import { spawnSync } from "child_process";
+import { createHash } from "crypto";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -14,12 +20,21 @@ import { stackFilePath } from "../../infra/config/stack-file";
 import { REPO, run } from "../real/lab";
 
 const STACK = "uat1";
+const MANAGEMENT = "lab";
 const NS = "rke2-remediation";
+const PARTS = [
+  "libvirtDnsRecords",
+  "nodePreparation",
+  "rke2Servers",
+  "clusterDns",
+  "rancherClusters",
+];
 
 describe("the uat1 stack in a pull-request preview", function () {
   this.timeout(300000);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-uat1-"));
   const configFile = path.join(dir, "Pulumi.uat1.yaml");
+  const labFile = path.join(dir, "Pulumi.lab.yaml");
   const env = {
     ...process.env,
     PULUMI_BACKEND_URL: `file://${dir}/state`,
@@ -28,12 +43,44 @@ describe("the uat1 stack in a pull-request preview", function () {
   };
 
   function pulumi(...args: string[]): { status: number; out: string } {
+    return pulumiOn(STACK, ...args);
+  }
+
+  function pulumiOn(stack: string, ...args: string[]): { status: number; out: string } {
     const r = spawnSync(
       "pulumi",
-      [...args, "--stack", STACK, "--non-interactive", "--color", "never"],
+      [...args, "--stack", stack, "--non-interactive", "--color", "never"],
       { cwd: REPO, encoding: "utf8", timeout: 240000, env },
     );
     return { status: r.status ?? -1, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
+  }
+
+  /** `stack init` of a shipped stack into the backend; its config goes to `copy`, salt included. */
+  function initFromShipped(stack: string, copy: string): void {
+    const repoFile = stackFilePath(stack);
+    const original = fs.readFileSync(repoFile, "utf8");
+    if (!fs.existsSync(copy)) fs.writeFileSync(copy, original);
+    // `stack init` writes the passphrase salt into the stack's file in the repository: put the
+    // file back at once; the copy carries the salt and the secrets from here on.
+    const init = pulumiOn(stack, "stack", "init", "--secrets-provider", "passphrase");
+    const salted = fs.readFileSync(repoFile, "utf8");
+    fs.writeFileSync(repoFile, original);
+    assert.equal(init.status, 0, init.out);
+    const salt = /^encryptionsalt: .*$/m.exec(salted)?.[0];
+    if (salt) fs.appendFileSync(copy, `${salt}\n`);
+  }
+
+  /** `pulumi up` of the backend's lab stack: the shipped file, every part off, `change` applied. */
+  function upManagementStack(change: (config: Record<string, unknown>) => void = () => {}): void {
+    const doc = YAML.parse(fs.readFileSync(stackFilePath(MANAGEMENT), "utf8")) as {
+      config: Record<string, unknown>;
+    };
+    doc.config[`${NS}:deploy`] = Object.fromEntries(PARTS.map((p) => [p, false]));
+    change(doc.config);
+    const salt = /^encryptionsalt: .*$/m.exec(fs.readFileSync(labFile, "utf8"))?.[0];
+    fs.writeFileSync(labFile, YAML.stringify(doc) + (salt ? `${salt}\n` : ""));
+    const up = pulumiOn(MANAGEMENT, "up", "--yes", "--skip-preview", "--config-file", labFile);
+    assert.equal(up.status, 0, up.out);
   }
 
   function preview(): { status: number; out: string } {
@@ -48,17 +95,9 @@ describe("the uat1 stack in a pull-request preview", function () {
 
   before(() => {
     fs.mkdirSync(path.join(dir, "state"));
-    const repoFile = stackFilePath(STACK);
-    const original = fs.readFileSync(repoFile, "utf8");
-    fs.writeFileSync(configFile, original);
-    // `stack init` writes the passphrase salt into the stack's file in the repository: put the
-    // file back at once; the copy carries the salt and the secrets from here on.
-    const init = pulumi("stack", "init", "--secrets-provider", "passphrase");
-    const salted = fs.readFileSync(repoFile, "utf8");
-    fs.writeFileSync(repoFile, original);
-    assert.equal(init.status, 0, init.out);
-    const salt = /^encryptionsalt: .*$/m.exec(salted)?.[0];
-    if (salt) fs.appendFileSync(configFile, `${salt}\n`);
+    initFromShipped(MANAGEMENT, labFile);
+    upManagementStack();
+    initFromShipped(STACK, configFile);
     const key = path.join(dir, "id_ed25519");
     assert.equal(run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", key]).status, 0);
     const setSecret = (name: string, value: string) => {
@@ -89,6 +128,31 @@ describe("the uat1 stack in a pull-request preview", function () {
     }
     assert.match(r.out, /Policies:\s+✅ rke2-remediation/);
     assert.doesNotMatch(r.out, /token-preview:not-a-real-token/);
+  });
+
+  it("reads Rancher's URL, CA and addresses from the lab stack's outputs", () => {
+    const outputs = JSON.parse(pulumiOn(MANAGEMENT, "stack", "output", "--json").out) as {
+      rancher: { url: string; caCertificate: string; addresses: string[] };
+    };
+    const lab = YAML.parse(fs.readFileSync(stackFilePath(MANAGEMENT), "utf8")).config[
+      `${NS}:rancher`
+    ] as { url: string; caCertificate: string };
+    assert.equal(outputs.rancher.url, lab.url);
+    assert.equal(outputs.rancher.caCertificate, lab.caCertificate);
+    assert.deepEqual(outputs.rancher.addresses, [
+      "192.168.122.20",
+      "192.168.122.21",
+      "192.168.122.22",
+    ]);
+    // What the preview registers with: Rancher's checksum of that CA (SHA-256 of the PEM with
+    // its final newline, rancher/rancher@v2.14.3 pkg/systemtemplate/import.go CAChecksum), and
+    // the cluster DNS's answer for Rancher's host, in the ClusterV2's chartValues.
+    const r = pulumi("preview", "--json", "--config-file", configFile);
+    assert.equal(r.status, 0, r.out);
+    const checksum = createHash("sha256").update(lab.caCertificate).digest("hex");
+    assert.ok(r.out.includes(checksum), "the preview registers with another CA checksum");
+    for (const ip of ["192.168.122.20", "192.168.122.21", "192.168.122.22"])
+      assert.ok(r.out.includes(`${ip} ai-ear.cn`), `no answer ${ip} for ai-ear.cn in chartValues`);
   });
 
   it("refuses the old order (the etcd + controlplane node, a sync, then the worker), which never starts", () => {
@@ -138,6 +202,29 @@ describe("the uat1 stack in a pull-request preview", function () {
       assert.match(r.out, /register-sza122031\.local/);
     } finally {
       fs.writeFileSync(configFile, compliant);
+    }
+  });
+
+  it("refuses uat1 once the lab stack declares the cluster and its nodes too, naming the keys", () => {
+    const uat1 = YAML.parse(fs.readFileSync(stackFilePath(STACK), "utf8")).config;
+    upManagementStack((c) => {
+      (c[`${NS}:nodes`] as unknown[]).push(...(uat1[`${NS}:nodes`] as unknown[]));
+      (c[`${NS}:rancher`] as Record<string, unknown>).downstreamClusters =
+        uat1[`${NS}:rancher`].downstreamClusters;
+    });
+    try {
+      const r = preview();
+      assert.notEqual(r.status, 0, r.out);
+      assert.match(
+        r.out,
+        /rke2-remediation:rancher\.downstreamClusters\[0\]\.name: cluster "uat1" is declared by the management stack "organization\/rke2-remediation\/lab"/,
+      );
+      assert.match(
+        r.out,
+        /rke2-remediation:nodes\[0\]: sza122031\.local \(192\.168\.122\.31\) is the node/,
+      );
+    } finally {
+      upManagementStack();
     }
   });
 });

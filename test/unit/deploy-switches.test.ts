@@ -229,10 +229,10 @@ describe("deploy switches", () => {
       assert.ok(keys.includes(stackKey("nodes[4].role")), keys.join("\n"));
     });
 
-    it("warns that the CA, the token and the downstream roles are unused, not the URL the DNS fix answers", () => {
+    it("warns that the token and the downstream roles are unused, not the URL and CA the stack's `rancher` output carries", () => {
       assertUnused(
         warningsOf(labWithout("rancherClusters")),
-        ["rancher.caCertificate", "nodes[3].roles", "nodes[4].roles", "rancherToken"],
+        ["nodes[3].roles", "nodes[4].roles", "rancherToken"],
         ["rancherClusters"],
       );
     });
