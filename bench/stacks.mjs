@@ -9,8 +9,10 @@
  *     a downstream etcd and control-plane node the `rancher` key is dropped (uat1 needs both).
  *     Encryption salt and secrets are kept, so the stack's secrets still decrypt.
  *
- *   node bench/stacks.mjs scale --from stacks/Pulumi.lab.yaml --nodes 300 [--deploy hosts] --out <yaml>
- *     The seeds' estate grown to N nodes for `npm run verify -- --file`: 3 management servers
+ *   node bench/stacks.mjs scale --from stacks/Pulumi.lab.yaml --downstream stacks/Pulumi.uat1.yaml
+ *       --nodes 300 [--deploy hosts] --out <yaml>
+ *     The seeds' estate in one stack (the lab stack with the uat1 stack's nodes and cluster)
+ *     grown to N nodes for `npm run verify -- --file`: 3 management servers
  *     (1 below 5 nodes), uat1's etcd+controlplane node, then management agents and uat1 workers
  *     taking turns. Node network widened to 192.168.0.0/16 for every size (a /24 holds 253 hosts);
  *     cluster and service CIDRs stay 10.x and disjoint. Host keys are placeholders of the right
@@ -92,6 +94,10 @@ function scale(f) {
   if (!Number.isInteger(n) || n < 3) throw new Error("--nodes must be an integer >= 3");
   const doc = YAML.parse(fs.readFileSync(f.from, "utf8"));
   const config = doc.config;
+  if (f.downstream === undefined) throw new Error("--downstream <the uat1 stack file> is required");
+  const downstream = YAML.parse(fs.readFileSync(f.downstream, "utf8")).config;
+  config[`${NS}:nodes`].push(...downstream[`${NS}:nodes`]);
+  config[`${NS}:rancher`].downstreamClusters = downstream[`${NS}:rancher`].downstreamClusters;
   const lab = config[`${NS}:nodes`];
   const labServers = lab.filter((x) => x.role === "server");
   const labEtcd = lab.find((x) => (x.roles ?? []).includes("etcd"));
@@ -129,7 +135,7 @@ function scale(f) {
       rancherClusters: false,
     };
   } else if (f.deploy !== undefined) throw new Error("--deploy takes hosts");
-  const header = `# Written by bench/stacks.mjs scale: ${f.from} grown to ${n} nodes (placeholder host keys).\n`;
+  const header = `# Written by bench/stacks.mjs scale: ${f.from} with ${f.downstream}'s cluster, grown to ${n} nodes (placeholder host keys).\n`;
   fs.writeFileSync(
     f.out,
     header + YAML.stringify(doc, { lineWidth: 0, aliasDuplicateObjects: false }),

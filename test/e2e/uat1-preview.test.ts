@@ -35,6 +35,8 @@ describe("the uat1 stack in a pull-request preview", function () {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-uat1-"));
   const configFile = path.join(dir, "Pulumi.uat1.yaml");
   const labFile = path.join(dir, "Pulumi.lab.yaml");
+  /** The shipped lab stack with its secrets, for previews of it as it is (every part on). */
+  const labShippedFile = path.join(dir, "Pulumi.lab-shipped.yaml");
   const env = {
     ...process.env,
     PULUMI_BACKEND_URL: `file://${dir}/state`,
@@ -84,13 +86,31 @@ describe("the uat1 stack in a pull-request preview", function () {
   }
 
   function preview(): { status: number; out: string } {
+    return previewOf(STACK, configFile);
+  }
+
+  /** A preview with the policy pack, SSH blocked while it runs (it must reach no host). */
+  function previewOf(
+    stack: string,
+    file: string,
+    ...args: string[]
+  ): { status: number; out: string } {
     const block = ["OUTPUT", "-p", "tcp", "--dport", "22", "-j", "REJECT"];
     assert.equal(run("iptables", ["-I", ...block]).status, 0);
     try {
-      return pulumi("preview", "--policy-pack", "policy", "--config-file", configFile);
+      return pulumiOn(stack, "preview", "--policy-pack", "policy", "--config-file", file, ...args);
     } finally {
       run("iptables", ["-D", ...block]);
     }
+  }
+
+  function setSecret(stack: string, file: string, name: string, value: string): void {
+    const r = spawnSync(
+      "pulumi",
+      ["config", "set", "--secret", name, "--stack", stack, "--config-file", file],
+      { cwd: REPO, encoding: "utf8", input: value, env },
+    );
+    assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
   }
 
   before(() => {
@@ -100,16 +120,15 @@ describe("the uat1 stack in a pull-request preview", function () {
     initFromShipped(STACK, configFile);
     const key = path.join(dir, "id_ed25519");
     assert.equal(run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", key]).status, 0);
-    const setSecret = (name: string, value: string) => {
-      const r = spawnSync(
-        "pulumi",
-        ["config", "set", "--secret", name, "--stack", STACK, "--config-file", configFile],
-        { cwd: REPO, encoding: "utf8", input: value, env },
-      );
-      assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
-    };
-    setSecret("sshPrivateKey", fs.readFileSync(key, "utf8"));
-    setSecret("rancherToken", "token-preview:not-a-real-token");
+    setSecret(STACK, configFile, "sshPrivateKey", fs.readFileSync(key, "utf8"));
+    setSecret(STACK, configFile, "rancherToken", "token-preview:not-a-real-token");
+    const salt = /^encryptionsalt: .*$/m.exec(fs.readFileSync(labFile, "utf8"))?.[0];
+    fs.writeFileSync(
+      labShippedFile,
+      fs.readFileSync(stackFilePath(MANAGEMENT), "utf8") + (salt ? `${salt}\n` : ""),
+    );
+    setSecret(MANAGEMENT, labShippedFile, "sshPrivateKey", fs.readFileSync(key, "utf8"));
+    setSecret(MANAGEMENT, labShippedFile, "rke2Token", "K10preview::server:not-a-real-token");
   });
 
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -225,6 +244,96 @@ describe("the uat1 stack in a pull-request preview", function () {
       );
     } finally {
       upManagementStack();
+    }
+  });
+
+  describe("verify and pulumi preview --policy-pack agree", () => {
+    /** `[level] policy` for each policy a preview reports violated. */
+    const previewViolations = (out: string) =>
+      [
+        ...new Set(
+          [...out.matchAll(/\[(mandatory|advisory)\] +([a-z0-9-]+)/g)].map(
+            (m) => `${m[1]} ${m[2]}`,
+          ),
+        ),
+      ].sort();
+
+    const insecureUat1 = path.join(dir, "Pulumi.uat1-insecure.yaml");
+    const advisory = path.join(dir, "policy-config.json");
+    const labOutputs = path.join(dir, "lab-outputs.json");
+
+    before(() => {
+      const doc = YAML.parse(fs.readFileSync(configFile, "utf8")) as {
+        config: Record<string, unknown>;
+      };
+      const rancher = doc.config[`${NS}:rancher`] as {
+        downstreamClusters: Record<string, unknown>[];
+      };
+      rancher.downstreamClusters[0].insecureRegistration = true;
+      fs.writeFileSync(insecureUat1, YAML.stringify(doc));
+      fs.writeFileSync(
+        advisory,
+        JSON.stringify({ "rancher-registration-verifies-ca": "advisory" }),
+      );
+      const outputs = pulumiOn(MANAGEMENT, "stack", "output", "--json");
+      assert.equal(outputs.status, 0, outputs.out);
+      fs.writeFileSync(labOutputs, outputs.out);
+    });
+
+    const cases: { name: string; stack: string; file: () => string; violated: boolean }[] = [
+      {
+        name: "the shipped lab stack",
+        stack: MANAGEMENT,
+        file: () => labShippedFile,
+        violated: false,
+      },
+      { name: "the shipped uat1 stack", stack: STACK, file: () => configFile, violated: false },
+      {
+        name: "uat1 opting in to insecure registration",
+        stack: STACK,
+        file: () => insecureUat1,
+        violated: true,
+      },
+    ];
+    for (const c of cases) {
+      for (const withConfig of [false, true]) {
+        it(`on ${c.name}, ${withConfig ? "with" : "without"} a --policy-pack-config file`, () => {
+          const configArgs = withConfig ? ["--policy-pack-config", advisory] : [];
+          const p = previewOf(c.stack, c.file(), ...configArgs);
+          const verify = spawnSync(
+            process.execPath,
+            [
+              path.join(REPO, "bin", "infra", "cli", "verify.js"),
+              "--stack",
+              c.stack,
+              "--file",
+              c.file(),
+              ...(c.stack === STACK ? ["--management-outputs", labOutputs] : []),
+              ...configArgs,
+              "--json",
+            ],
+            { cwd: REPO, encoding: "utf8", env },
+          );
+          const report = JSON.parse(verify.stdout) as {
+            configProblems: unknown[];
+            violations: { policy: string; level: string }[];
+          };
+          assert.deepEqual(report.configProblems, []);
+          const verified = [
+            ...new Set(report.violations.map((v) => `${v.level} ${v.policy}`)),
+          ].sort();
+          assert.deepEqual(previewViolations(p.out), verified, p.out);
+          assert.equal(p.status === 0, verify.status === 0, `${p.out}\n${verify.stdout}`);
+          // The cases must tell the two apart: the insecure stack is flagged, and its
+          // mandatory violation fails both only without the file.
+          assert.equal(verified.length > 0, c.violated);
+          if (c.violated)
+            assert.deepEqual(verified, [
+              `${withConfig ? "advisory" : "mandatory"} rancher-registration-verifies-ca`,
+            ]);
+          else assert.equal(p.status, 0, p.out);
+        });
+      }
     }
   });
 });
