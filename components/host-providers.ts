@@ -25,6 +25,7 @@ const PROVIDERS = {
   kubeEgressCheck: () => require("./cluster-dns/egress-check-provider").kubeEgressCheckProvider,
   nodeStart: () => require("./rke2-cluster/provider").nodeStartProvider,
   joinGate: () => require("./rke2-cluster/provider").joinGateProvider,
+  kubeconfig: () => require("./rke2-cluster/kubeconfig").kubeconfigProvider,
   nodeRegistration: () => require("./rancher-cluster/provider").nodeRegistrationProvider,
   clusterWait: () => require("./rancher-cluster/cluster-wait").clusterWaitProvider,
 } satisfies Record<string, () => pulumi.dynamic.ResourceProvider>;

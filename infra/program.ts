@@ -31,6 +31,8 @@ export interface ManagementClusterOutputs {
   readonly agents: pulumi.Output<Rke2ClusterNode[]>;
   /** `https://<address>:9345`, where joining servers and agents register. */
   readonly registrationUrl: pulumi.Output<string>;
+  /** The admin kubeconfig read from the first server, for `https://<address>:6443`; a secret. */
+  readonly kubeconfig: pulumi.Output<string>;
 }
 
 export interface EnvironmentOutputs {
@@ -287,6 +289,7 @@ function joinManagementCluster(
       servers: management.servers,
       agents: management.agents,
       registrationUrl: management.registrationUrl,
+      kubeconfig: management.kubeconfig,
     },
   };
 }

@@ -28,6 +28,8 @@ export const DNS_EGRESS_CHECK = dynamicResourceType("dns", "EgressIsolationCheck
 export const DNS_EGRESS_SSH_CHECK = dynamicResourceType("dns", "EgressIsolationCheckOnServer");
 export const RKE2_NODE_START = dynamicResourceType("rke2", "NodeStart");
 export const RKE2_JOIN_GATE = dynamicResourceType("rke2", "JoinGate");
+/** The read of the first server's admin kubeconfig, for the stack output. */
+export const RKE2_KUBECONFIG = dynamicResourceType("rke2", "Kubeconfig");
 export const RANCHER_NODE_REGISTRATION = dynamicResourceType("rancher", "NodeRegistration");
 export const RANCHER_CLUSTER_WAIT = dynamicResourceType("rancher", "ClusterWait");
 
@@ -53,6 +55,7 @@ export const SSH_RESOURCE_TYPES: readonly string[] = [
   DNS_EGRESS_SSH_CHECK.token,
   RKE2_NODE_START.token,
   RKE2_JOIN_GATE.token,
+  RKE2_KUBECONFIG.token,
   RANCHER_NODE_REGISTRATION.token,
   RANCHER_CLUSTER_WAIT.token,
   REMOTE_COMMAND_TYPE,

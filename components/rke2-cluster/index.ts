@@ -16,7 +16,13 @@
  * agents), in parallel.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { ClusterSettings, NodeSpec, RKE2_JOIN_GATE, RKE2_NODE_START } from "../model";
+import {
+  ClusterSettings,
+  NodeSpec,
+  RKE2_JOIN_GATE,
+  RKE2_KUBECONFIG,
+  RKE2_NODE_START,
+} from "../model";
 import { scriptRef } from "../assets";
 import { desiredManagedKeys } from "./config-adoption";
 import { HostStepResource } from "../ssh/host-step-resource";
@@ -41,6 +47,10 @@ class NodeStartResource extends HostStepResource {
   declare public readonly managedKeys: pulumi.Output<Record<string, string>>;
   declare public readonly installedVersion: pulumi.Output<string>;
   declare public readonly restartPending: pulumi.Output<string>;
+}
+
+class KubeconfigResource extends HostStepResource {
+  declare public readonly kubeconfig: pulumi.Output<string>;
 }
 
 export interface Rke2ClusterArgs {
@@ -88,6 +98,11 @@ export class Rke2Cluster extends pulumi.ComponentResource {
    * servers one at a time. A node adopted while running is listed until then.
    */
   public readonly nodesPendingRestart: pulumi.Output<string[]>;
+  /**
+   * The admin kubeconfig RKE2 wrote on the first server, pointed at the registration address
+   * (the first server's IP unless the stack sets one) instead of the loopback; a secret.
+   */
+  public readonly kubeconfig: pulumi.Output<string>;
 
   constructor(name: string, args: Rke2ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("rke2remediation:rke2:Cluster", name, {}, opts);
@@ -203,6 +218,20 @@ export class Rke2Cluster extends pulumi.ComponentResource {
         });
       nodeStart(node, "agent", render, after);
     }
+    // Read once the first server's gate passed: RKE2 wrote the file when that server started.
+    const kubeconfig = new KubeconfigResource(
+      "kubeconfig",
+      RKE2_KUBECONFIG,
+      `${name}-kubeconfig`,
+      {
+        ssh: first.ssh,
+        sshPrivateKey: args.sshPrivateKey,
+        script: scriptRef(__dirname, "read-kubeconfig.sh"),
+      },
+      { node: first.name, apiHost: registrationAddressOf(cluster, first), kubeconfig: undefined },
+      { parent: this, dependsOn: [this.gates[0]], additionalSecretOutputs: ["kubeconfig"] },
+    );
+    this.kubeconfig = pulumi.secret(kubeconfig.kubeconfig);
     const listed = (node: NodeSpec): Rke2ClusterNode => ({ name: node.name, ip: node.ip });
     this.version = pulumi.output(cluster.version);
     this.servers = pulumi.output(servers.map(listed));
@@ -215,6 +244,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
       agents: this.agents,
       registrationUrl: this.registrationUrl,
       nodesPendingRestart: this.nodesPendingRestart,
+      kubeconfig: this.kubeconfig,
     });
   }
 }

@@ -5,7 +5,12 @@
  */
 import * as assert from "assert/strict";
 import * as pulumi from "@pulumi/pulumi";
-import { LIBVIRT_DNS_RECORDS, NODE_PREPARATION } from "../../components/model";
+import {
+  LIBVIRT_DNS_RECORDS,
+  NODE_PREPARATION,
+  RKE2_JOIN_GATE,
+  RKE2_KUBECONFIG,
+} from "../../components/model";
 import { estateModel, estateRawConfig } from "../support/lab-stack";
 import { preparationAndRecordsStack } from "../support/minimal-stack";
 import { recordEnvironment } from "../support/program";
@@ -31,6 +36,27 @@ describe("stack outputs (Pulumi mocks)", function () {
     ]);
     assert.deepEqual(await valueOf(cluster.agents), []);
     assert.equal(await valueOf(cluster.registrationUrl), "https://192.168.122.20:9345");
+  });
+
+  it("give the management cluster's kubeconfig as a secret, read from the first server after its join gate", async () => {
+    const { outputs, resources } = await recordEnvironment(estateModel());
+    const kubeconfig = outputs.managementCluster!.kubeconfig;
+    assert.equal(await pulumi.isSecret(kubeconfig), true);
+    const [read] = resources.filter((r) => r.type === RKE2_KUBECONFIG.token);
+    assert.ok(read, "no kubeconfig step");
+    assert.equal(resources.filter((r) => r.type === RKE2_KUBECONFIG.token).length, 1);
+    assert.equal(read.inputs.node, "sza122020.local");
+    assert.equal(read.inputs.apiHost, "192.168.122.20");
+    assert.match(
+      String(read.inputs.script),
+      /^components\/rke2-cluster\/read-kubeconfig\.sh@sha256:/,
+    );
+    const gate = resources.find(
+      (r) => r.type === RKE2_JOIN_GATE.token && r.name.endsWith("gate-sza122020.local"),
+    );
+    assert.ok(gate);
+    assert.ok(read.dependencies.includes(gate.urn), "the read does not wait for the first gate");
+    assert.ok(read.additionalSecretOutputs.includes("kubeconfig"), "kept in plain state");
   });
 
   it("give the fixed registration address as the registration URL when the stack sets one", async () => {

@@ -109,6 +109,7 @@ function stepsOf(model: EnvironmentModel, resources: readonly RecordedResource[]
       case "rke2remediation:dns:UpstreamResolverPreflight":
         return "upstreams";
       case "rke2remediation:rke2:Cluster": {
+        if (child.name === `${top.name}-kubeconfig`) return "kubeconfig";
         const kind = ["config", "start", "gate"].find(isUnder);
         if (!kind) break;
         const server = servers.indexOf(under(kind)) + 1;

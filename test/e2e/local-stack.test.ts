@@ -236,6 +236,34 @@ describe("pulumi CLI on the local stack", function () {
     assert.ok(rancher.nodes.some((n) => n.ip === "192.168.122.30" && n.name === "sza122030.local"));
   });
 
+  it("exports the management cluster's kubeconfig, a secret that reaches the first server's real kube-apiserver from the operator", () => {
+    const hidden = pulumi("stack", "output", "managementCluster", "--json");
+    assert.equal(hidden.status, 0, hidden.out);
+    assert.equal((JSON.parse(hidden.out) as { kubeconfig: string }).kubeconfig, "[secret]");
+    const r = pulumi("stack", "output", "managementCluster", "--json", "--show-secrets");
+    assert.equal(r.status, 0, r.out);
+    const { kubeconfig } = JSON.parse(r.out) as { kubeconfig: string };
+    assert.match(kubeconfig, /server: https:\/\/192\.168\.122\.20:6443/);
+    const file = path.join(LAB_DIR, "management.kubeconfig");
+    fs.writeFileSync(file, kubeconfig, { mode: 0o600 });
+    try {
+      const nodes = run("kubectl", [
+        "--kubeconfig",
+        file,
+        "--request-timeout=20s",
+        "get",
+        "nodes",
+        "-o",
+        "name",
+      ]);
+      assert.equal(nodes.status, 0, `${nodes.stdout}${nodes.stderr}`);
+      for (const n of ["20", "21", "22"])
+        assert.match(nodes.stdout, new RegExp(`node/sza1220${n}\\.local`));
+    } finally {
+      fs.rmSync(file, { force: true });
+    }
+  });
+
   it("finds no drift right after up", () => {
     const r = pulumi("preview", "--refresh", "--expect-no-changes");
     assert.equal(r.status, 0, r.out);
