@@ -21,6 +21,7 @@ import {
   unitState,
 } from "../real/lab";
 import { runScript } from "../../components/ssh/run-script";
+import { checkoutOf, runWorkflow, WorkflowRun } from "../support/workflow";
 import { createClusterIpService, inNamespace, nodeConnection } from "../real/lab";
 
 const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
@@ -77,6 +78,43 @@ const patchCorednsHelmChartConfig = (spec: Record<string, string>) =>
 
 const isReject = (rule: string) => /-j REJECT --reject-with icmp-host-prohibited/.test(rule);
 
+let checkout: string | undefined;
+
+/**
+ * .github/workflows/drift.yml as a runner runs it (test/support/workflow.ts), on a checkout
+ * holding the local stack's file, with the backend and passphrase only as repository secrets.
+ */
+function driftWorkflow(): WorkflowRun {
+  if (!checkout) {
+    checkout = checkoutOf(REPO);
+    fs.copyFileSync(
+      path.join(REPO, "stacks", `Pulumi.${LAB_STACK}.yaml`),
+      path.join(checkout, "stacks", `Pulumi.${LAB_STACK}.yaml`),
+    );
+  }
+  const machine = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith("PULUMI_")),
+  );
+  return runWorkflow(
+    path.join(REPO, ".github", "workflows", "drift.yml"),
+    checkout,
+    {
+      secrets: {
+        PULUMI_BACKEND_URL: process.env.PULUMI_BACKEND_URL ?? "",
+        PULUMI_CONFIG_PASSPHRASE: process.env.PULUMI_CONFIG_PASSPHRASE ?? "",
+      },
+      vars: { DRIFT_STACKS: JSON.stringify([LAB_STACK]) },
+    },
+    machine,
+  );
+}
+
+function describeRun(run: WorkflowRun): string {
+  return run.steps
+    .map((s) => `[${s.job}] ${s.step}: ${s.status}\n${s.out.slice(-3000)}`)
+    .join("\n");
+}
+
 describe("pulumi CLI on the local stack", function () {
   this.timeout(600000);
 
@@ -86,6 +124,9 @@ describe("pulumi CLI on the local stack", function () {
     // Start from the estate as the seeds found it.
     for (const octet of [20, 21, 22, 30, 31])
       assert.equal(lab("reset-node", String(octet)).status, 0);
+  });
+  after(() => {
+    if (checkout) fs.rmSync(checkout, { recursive: true, force: true });
   });
 
   it("previews without reaching any host", () => {
@@ -269,6 +310,15 @@ describe("pulumi CLI on the local stack", function () {
     assert.equal(r.status, 0, r.out);
   });
 
+  it("the drift workflow, run step by step on a checkout, passes on the converged estate", () => {
+    const run = driftWorkflow();
+    assert.equal(run.ok, true, describeRun(run));
+    assert.match(
+      run.steps[run.steps.length - 1].step,
+      /pulumi preview .*--refresh --expect-no-changes/,
+    );
+  });
+
   it("detects a DNS record removed and iptables.service re-enabled by hand", async () => {
     handDeleteDnsHost("192.168.122.21");
     const enable = await runScript(nodeConnection(22), "systemctl enable iptables.service");
@@ -278,6 +328,12 @@ describe("pulumi CLI on the local stack", function () {
     assert.match(r.out, /libvirt-dns-hosts/);
     assert.match(r.out, /prepare-sza122022\.local-host/);
     assert.match(r.out, /firewallServicesDisabled/);
+    // The scheduled workflow fails on it too, at its preview.
+    const run = driftWorkflow();
+    assert.equal(run.ok, false, describeRun(run));
+    const failed = run.steps[run.steps.length - 1];
+    assert.match(failed.step, /pulumi preview .*--expect-no-changes/);
+    assert.match(failed.out, /libvirt-dns-hosts/);
   });
 
   it("up --refresh repairs the drift", () => {

@@ -18,6 +18,7 @@ import * as path from "path";
 import * as YAML from "yaml";
 import { stackFilePath } from "../../infra/config/stack-file";
 import { REPO, run } from "../real/lab";
+import { checkoutOf, runWorkflow, WorkflowRun } from "../support/workflow";
 
 const STACK = "uat1";
 const MANAGEMENT = "lab";
@@ -335,5 +336,93 @@ describe("the uat1 stack in a pull-request preview", function () {
         });
       }
     }
+  });
+
+  describe("the pull-request workflow, run step by step on a checkout", () => {
+    let checkout: string;
+    const workflow = path.join(REPO, ".github", "workflows", "policy-preview.yml");
+    /** The machine the runner starts from: the lab's CLI on PATH, no Pulumi settings. */
+    const machine = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith("PULUMI_")),
+    );
+    const secrets = {
+      PULUMI_BACKEND_URL: env.PULUMI_BACKEND_URL,
+      PULUMI_CONFIG_PASSPHRASE: env.PULUMI_CONFIG_PASSPHRASE,
+    };
+    const stepOf = (run: WorkflowRun, stack: string, name: string) => {
+      const step = run.steps.find((s) => s.matrix.stack === stack && s.step === name);
+      assert.ok(step, `no step "${name}" ran for ${stack}`);
+      return step;
+    };
+    const describeRun = (run: WorkflowRun) =>
+      run.steps
+        .map(
+          (s) =>
+            `[${s.job} ${JSON.stringify(s.matrix)}] ${s.step}: ${s.status}\n${s.out.slice(-2000)}`,
+        )
+        .join("\n");
+
+    before(() => {
+      checkout = checkoutOf(REPO);
+      // The stack files as a repository holds them: salt and secrets included.
+      fs.copyFileSync(labShippedFile, path.join(checkout, "stacks", `Pulumi.${MANAGEMENT}.yaml`));
+      fs.copyFileSync(configFile, path.join(checkout, "stacks", `Pulumi.${STACK}.yaml`));
+    });
+    after(() => fs.rmSync(checkout, { recursive: true, force: true }));
+
+    it("passes the shipped lab and uat1 stacks; uat1's offline check reads lab's outputs from the backend", () => {
+      const run = runWorkflow(
+        workflow,
+        checkout,
+        { secrets, vars: { POLICY_STACKS: '["lab", "uat1"]' } },
+        machine,
+      );
+      assert.equal(run.ok, true, describeRun(run));
+      for (const stack of [MANAGEMENT, STACK]) {
+        assert.match(
+          stepOf(run, stack, "verify (offline)").out,
+          new RegExp(`stack "${stack}": 0 config problem\\(s\\)`),
+        );
+        assert.match(
+          stepOf(run, stack, "preview with the policy pack").out,
+          /Policies:\s+✅ rke2-remediation/,
+        );
+      }
+      assert.match(stepOf(run, STACK, "verify (offline)").out, /--management-outputs/);
+      assert.doesNotMatch(stepOf(run, MANAGEMENT, "verify (offline)").out, /--management-outputs/);
+    });
+
+    it("fails uat1 opting in to insecure registration at its offline check, and passes it with POLICY_PACK_CONFIG making that policy advisory", () => {
+      const target = path.join(checkout, "stacks", `Pulumi.${STACK}.yaml`);
+      const doc = YAML.parse(fs.readFileSync(target, "utf8")) as {
+        config: Record<string, unknown>;
+      };
+      const rancher = doc.config[`${NS}:rancher`] as {
+        downstreamClusters: Record<string, unknown>[];
+      };
+      rancher.downstreamClusters[0].insecureRegistration = true;
+      fs.writeFileSync(target, YAML.stringify(doc));
+      const vars = { POLICY_STACKS: '["uat1"]' };
+      const strict = runWorkflow(workflow, checkout, { secrets, vars }, machine);
+      assert.equal(strict.ok, false, describeRun(strict));
+      const failed = strict.steps[strict.steps.length - 1];
+      assert.equal(failed.step, "verify (offline)");
+      assert.match(failed.out, /mandatory\s+rancher-registration-verifies-ca/);
+      fs.writeFileSync(
+        path.join(checkout, "policy-config.json"),
+        JSON.stringify({ "rancher-registration-verifies-ca": "advisory" }),
+      );
+      const advisory = runWorkflow(
+        workflow,
+        checkout,
+        { secrets, vars: { ...vars, POLICY_PACK_CONFIG: "policy-config.json" } },
+        machine,
+      );
+      assert.equal(advisory.ok, true, describeRun(advisory));
+      assert.match(
+        stepOf(advisory, STACK, "preview with the policy pack").out,
+        /\[advisory\] +rancher-registration-verifies-ca/,
+      );
+    });
   });
 });
