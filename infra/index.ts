@@ -66,7 +66,13 @@ async function main(): Promise<StackOutputs> {
   try {
     managementOutputs = await readManagementOutputs(raw.values);
   } catch (err) {
-    throw new pulumi.RunError((err as Error).message);
+    const message = (err as Error).message;
+    throw new pulumi.RunError(
+      message.includes(MANAGEMENT_STACK_KEY)
+        ? message
+        : `${CONFIG_NAMESPACE}:${MANAGEMENT_STACK_KEY}: the management stack's outputs cannot ` +
+            `be read (${message}); check the name and that the stack exists in this backend.`,
+    );
   }
   const { model, problems } = validateEnvironment(stack, raw, {
     requireSecrets: true,

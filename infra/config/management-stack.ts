@@ -162,7 +162,15 @@ export function withManagementOutputs(
   }
   const host = /^https:\/\/([^/:]+)/.exec(outputs.url)?.[1].toLowerCase() ?? "";
   const dns = isMap(values.dns) ? values.dns : values.dns === undefined ? {} : undefined;
-  const staticHosts = dns && (isMap(dns.staticHosts) ? dns.staticHosts : {});
+  // A malformed value is left as it is, for its reader to report.
+  const staticHosts =
+    dns === undefined
+      ? undefined
+      : dns.staticHosts === undefined
+        ? {}
+        : isMap(dns.staticHosts)
+          ? dns.staticHosts
+          : undefined;
   if (staticHosts && Object.keys(staticHosts).some((h) => h.toLowerCase() === host))
     r.problem(
       `dns.staticHosts["${host}"]`,

@@ -134,6 +134,11 @@ describe("managementStack: Rancher's values from the management stack", () => {
     assert.match(problemAt(raw, "nodes[1].cluster").message, /declares downstream clusters only/);
   });
 
+  it("leaves a malformed dns.staticHosts for its reader to report", () => {
+    const raw = setAt(uat1RawConfig(), "dns.staticHosts", ["192.168.122.20"]);
+    assert.match(problemAt(raw, "dns.staticHosts").message, /must be a map/);
+  });
+
   it("refuses a name that is no stack reference", () => {
     const raw = setAt(uat1RawConfig(), "managementStack", "org/project/stack/extra");
     assert.match(problemAt(raw, "managementStack").message, /<organization>\/<project>\/<stack>/);
