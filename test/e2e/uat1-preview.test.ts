@@ -175,6 +175,19 @@ describe("the uat1 stack in a pull-request preview", function () {
       assert.ok(r.out.includes(`${ip} ai-ear.cn`), `no answer ${ip} for ai-ear.cn in chartValues`);
   });
 
+  it("fails naming managementStack when the stack it names does not exist", () => {
+    const doc = YAML.parse(fs.readFileSync(configFile, "utf8")) as {
+      config: Record<string, unknown>;
+    };
+    doc.config[`${NS}:managementStack`] = "organization/rke2-remediation/nosuch";
+    const file = path.join(dir, "Pulumi.uat1-nosuch.yaml");
+    fs.writeFileSync(file, YAML.stringify(doc));
+    const r = previewOf(STACK, file);
+    assert.notEqual(r.status, 0, r.out);
+    assert.match(r.out, /rke2-remediation:managementStack/);
+    assert.match(r.out, /nosuch/);
+  });
+
   it("refuses the old order (the etcd + controlplane node, a sync, then the worker), which never starts", () => {
     // A program of its own registering uat1's nodes that way, previewed with the same pack.
     const program = path.join(REPO, "test", "e2e", "programs", "old-registration-order");
