@@ -53,7 +53,8 @@ async function readManagementOutputs(
   const name = readManagementStack(r, values[MANAGEMENT_STACK_KEY]);
   // A malformed name is reported with every other problem by validateEnvironment.
   if (name === undefined) return undefined;
-  const reference = new pulumi.StackReference("management-stack", { name });
+  // Named after the key, so the engine's own error for a stack it cannot read names it.
+  const reference = new pulumi.StackReference(MANAGEMENT_STACK_KEY, { name });
   const details = await reference.getOutputDetails(MANAGEMENT_OUTPUT);
   const value = details.value ?? details.secretValue;
   return parseManagementStackOutputs(value, `${r.key(MANAGEMENT_STACK_KEY)} (stack "${name}")`);

@@ -184,8 +184,11 @@ describe("the uat1 stack in a pull-request preview", function () {
     fs.writeFileSync(file, YAML.stringify(doc));
     const r = previewOf(STACK, file);
     assert.notEqual(r.status, 0, r.out);
-    assert.match(r.out, /rke2-remediation:managementStack/);
-    assert.match(r.out, /nosuch/);
+    // The engine fails the StackReference, which is named after the key.
+    assert.match(
+      r.out,
+      /pulumi:pulumi:StackReference \(managementStack\):\s+error: Preview failed: unknown stack "organization\/rke2-remediation\/nosuch"/,
+    );
   });
 
   it("refuses the old order (the etcd + controlplane node, a sync, then the worker), which never starts", () => {
