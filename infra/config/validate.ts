@@ -197,13 +197,12 @@ export function validateEnvironment(
         `\`pulumi stack output --stack ${managementStack} --json > <file>\`.`,
     );
   }
-  if (managementStack === undefined && options.managementOutputs !== undefined) {
-    if (raw.values[MANAGEMENT_STACK_KEY] === undefined)
-      r.problem(
-        MANAGEMENT_STACK_KEY,
-        "is not set, yet a management stack's outputs were given (--management-outputs); set it " +
-          "to that stack's name, or leave the outputs out.",
-      );
+  if (options.managementOutputs !== undefined && raw.values[MANAGEMENT_STACK_KEY] === undefined) {
+    r.problem(
+      MANAGEMENT_STACK_KEY,
+      "is not set, yet a management stack's outputs were given (--management-outputs); set it " +
+        "to that stack's name, or leave the outputs out.",
+    );
   }
   const merged: RawStackConfig =
     managementStack !== undefined && options.managementOutputs !== undefined
