@@ -11,6 +11,7 @@ import * as fs from "fs";
 import * as path from "path";
 import * as YAML from "yaml";
 import { RKE2_KUBECONFIG } from "../../components/model";
+import { RKE2_KUBECONFIG_PATH } from "../../components/rke2-cluster/kubeconfig";
 import { pulumiIn, pulumiOn } from "./cli";
 import {
   hostKeyIn,
@@ -254,8 +255,23 @@ function adoptionSuite(variant: "as-found" | "with-extras"): void {
     });
 
     it("pulumi up adopts it: no restart, every server/db byte in place, every key of config.yaml kept", () => {
+      const kubeconfigFile = nodeFile(SERVERS[0], RKE2_KUBECONFIG_PATH);
+      const kubeconfigBefore = fs.readFileSync(kubeconfigFile);
       const r = pulumi("up", "--yes");
       assert.equal(r.status, 0, r.out);
+      // read-kubeconfig.sh ran on the hand-built first server: the output is its file with only
+      // the server line changed, and the file on the host is as it was.
+      const shown = pulumi("stack", "output", "managementCluster", "--json", "--show-secrets");
+      assert.equal(shown.status, 0, shown.out);
+      const { kubeconfig } = JSON.parse(
+        shown.out.slice(shown.out.indexOf("{"), shown.out.lastIndexOf("}") + 1),
+      ) as { kubeconfig: string };
+      const onHost = kubeconfigBefore.toString("utf8").split("\n");
+      assert.deepEqual(
+        kubeconfig.split("\n").filter((l, i) => l !== onHost[i]),
+        [`    server: https://192.168.122.${SERVERS[0]}:6443`],
+      );
+      assert.ok(fs.readFileSync(kubeconfigFile).equals(kubeconfigBefore), "rke2.yaml was changed");
       assert.deepEqual(memberIds(), found.members, "etcd's members changed");
       SERVERS.forEach((octet, i) => {
         assert.deepEqual(history(octet), found.history[i], `rke2-server on .${octet} was touched`);
