@@ -291,15 +291,16 @@ describe("Rancher stand-in: what Rancher v2.14.3 does with registered nodes", fu
 
   it("a machine registered into an active cluster: the cluster reads active before Rancher has planned it, and the wait waits for the machine", async () => {
     // The node registers again as a new machine (a new cattle-id; its old machine stays, as when
-    // a node is re-registered without being removed in Rancher); Rancher's controllers are
-    // given a wider pass (4 s) so the window is wide enough to see.
+    // a node is re-registered without being removed in Rancher). The stand-in's controllers are
+    // held until the wait has looked once, so the window between the registration and Rancher's
+    // passes is seen however the passes fall; the hold is lifted at the wait's first line.
     const forget = onNode(
       WORKER,
       "systemctl stop rancher-system-agent; systemctl disable rancher-system-agent; rm -rf /etc/rancher/agent /var/lib/rancher/agent\n",
     );
     assert.equal(forget.status, 0, forget.out);
-    const delayFile = path.join(LAB_DIR, "rancher", "controller-delay-ms");
-    fs.writeFileSync(delayFile, "4000");
+    const holdFile = path.join(LAB_DIR, "rancher", "controller-hold");
+    fs.writeFileSync(holdFile, "");
     try {
       const r = install(WORKER, cluster, "--worker");
       assert.equal(r.status, 0, r.out);
@@ -323,7 +324,10 @@ describe("Rancher stand-in: what Rancher v2.14.3 does with registered nodes", fu
           checkAgent: async () => "",
           now: () => Date.now(),
           sleep,
-          info: (line) => log.push(line),
+          info: (line) => {
+            log.push(line);
+            fs.rmSync(holdFile, { force: true });
+          },
           warn: (line) => log.push(line),
         },
       );
@@ -341,7 +345,7 @@ describe("Rancher stand-in: what Rancher v2.14.3 does with registered nodes", fu
       );
       assert.equal(unitState(WORKER, "rke2-agent.service").active, true);
     } finally {
-      fs.rmSync(delayFile, { force: true });
+      fs.rmSync(holdFile, { force: true });
     }
   });
 });

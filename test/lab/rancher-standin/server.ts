@@ -385,7 +385,9 @@ function provisioningClusterPass(c: Cluster): void {
  * GET answers what the last passes left, as Rancher's API does. Each cluster is also passed
  * through every RESYNC_MS (the controllers' periodic resync). The delay is
  * --controller-delay-ms, or the number in <dir>/controller-delay-ms when that file exists (a
- * test widens the window with it).
+ * test widens the window with it). While <dir>/controller-hold exists, no pass runs: a queued
+ * pass waits another delay, so a test can look at the window before Rancher's passes and then
+ * let them go.
  */
 const RESYNC_MS = Number(args.get("resync-ms") ?? "10000");
 function controllerDelayMs(): number {
@@ -399,7 +401,11 @@ function enqueue(c: Cluster): void {
   if (queued.has(c.id)) return;
   queued.add(c.id);
   const delay = controllerDelayMs();
-  setTimeout(() => {
+  const pass = () => {
+    if (fs.existsSync(path.join(dir, "controller-hold"))) {
+      setTimeout(pass, delay);
+      return;
+    }
     queued.delete(c.id);
     const current = clusters.find((x) => x.id === c.id);
     if (!current) return;
@@ -408,7 +414,8 @@ function enqueue(c: Cluster): void {
       const later = clusters.find((x) => x.id === c.id);
       if (later) provisioningClusterPass(later);
     }, delay);
-  }, delay);
+  };
+  setTimeout(pass, delay);
 }
 
 clusters.forEach(enqueue);
