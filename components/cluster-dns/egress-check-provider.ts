@@ -20,7 +20,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
 import { DNS_EGRESS_CHECK, DnsPolicyNamespace } from "../model";
 import { HostCheckState, hostCheckProvider } from "../ssh/host-check-provider";
-import { providerStub } from "../ssh/provider-stub";
+import { HostProviderResource } from "../ssh/host-step-resource";
 import { inputsDiffer } from "../ssh/run-script";
 import {
   dnsPolicyRefusal,
@@ -235,12 +235,13 @@ export interface KubeEgressCheckArgs {
 }
 
 /** The check through the Kubernetes API; the NetworkPolicies depend on it. */
-export class KubeEgressCheck extends pulumi.dynamic.Resource {
+export class KubeEgressCheck extends HostProviderResource {
   declare readonly refusals: pulumi.Output<string[]>;
 
   constructor(name: string, args: KubeEgressCheckArgs, opts: pulumi.CustomResourceOptions) {
     super(
-      providerStub("kubeEgressCheck"),
+      "kubeEgressCheck",
+      DNS_EGRESS_CHECK,
       name,
       {
         cluster: args.cluster,
@@ -249,8 +250,6 @@ export class KubeEgressCheck extends pulumi.dynamic.Resource {
         refusals: [],
       },
       { ...opts, additionalSecretOutputs: ["kubeconfig"] },
-      DNS_EGRESS_CHECK.module,
-      DNS_EGRESS_CHECK.type,
     );
   }
 }

@@ -8,7 +8,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { HostProviderName } from "../host-providers";
 import type { DynamicResourceType, SshEndpoint } from "../model";
 import { sshKeyFingerprint } from "./host-material";
-import { providerStub } from "./provider-stub";
+import { providerLoader } from "./provider-stub";
 import { pinnedEndpoint } from "./run-script";
 
 /** Where a step runs and what it runs. */
@@ -26,7 +26,26 @@ function keyFingerprint(privateKey: pulumi.Input<string>): pulumi.Output<string>
   return pulumi.unsecret(pulumi.output(privateKey).apply(sshKeyFingerprint));
 }
 
-export class HostStepResource extends pulumi.dynamic.Resource {
+/**
+ * A dynamic resource served by the named provider of ../host-providers, with ./provider-stub.ts's
+ * text as its `__provider`. It is registered under the token `dynamic.Resource` gives,
+ * `pulumi-nodejs:dynamic/<module>:<type>` (pulumi/pulumi@v3.276.0 sdk/nodejs/dynamic/index.ts),
+ * so its URN and provider stay those of the resources state already holds.
+ */
+export class HostProviderResource extends pulumi.CustomResource {
+  constructor(
+    provider: HostProviderName,
+    type: DynamicResourceType,
+    name: string,
+    props: pulumi.Inputs,
+    opts: pulumi.CustomResourceOptions,
+  ) {
+    if ("__provider" in props) throw new Error(`${name}: __provider is the resource's loader`);
+    super(type.token, name, { __provider: providerLoader(provider), ...props }, opts);
+  }
+}
+
+export class HostStepResource extends HostProviderResource {
   /**
    * `props` are the step's own inputs; `opts.additionalSecretOutputs` names outputs kept secret.
    * (`sshPrivateKey` stays listed: state written before fingerprints holds the key, and a
@@ -41,7 +60,8 @@ export class HostStepResource extends pulumi.dynamic.Resource {
     opts: pulumi.CustomResourceOptions,
   ) {
     super(
-      providerStub(provider),
+      provider,
+      type,
       name,
       {
         connection: pinnedEndpoint(target.ssh),
@@ -53,8 +73,6 @@ export class HostStepResource extends pulumi.dynamic.Resource {
         ...opts,
         additionalSecretOutputs: ["sshPrivateKey", ...(opts.additionalSecretOutputs ?? [])],
       },
-      type.module,
-      type.type,
     );
   }
 }

@@ -81,7 +81,7 @@ describe("program (Pulumi mocks)", function () {
     for (const r of dynamic) {
       const code = String(r.inputs.__provider);
       assert.ok(code.includes(PROVIDER_STUB_MARKER), `${r.name}: no loader`);
-      assert.ok(code.length < 4096, `${r.name}: __provider is ${code.length} bytes`);
+      assert.ok(code.length < 600, `${r.name}: __provider is ${code.length} bytes`);
       assert.doesNotMatch(code, /runHostScript|parseNodeFacts|BEGIN OPENSSH/, r.name);
     }
   });

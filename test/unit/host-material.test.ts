@@ -6,10 +6,12 @@ import * as assert from "assert/strict";
 import { execFileSync } from "child_process";
 import * as crypto from "crypto";
 import * as fs from "fs";
+import { createRequire } from "module";
 import * as os from "os";
 import * as path from "path";
 import { isScriptRef, scriptDigest, scriptRef, scriptText } from "../../components/assets";
 import { hostProvider, upgradeState } from "../../components/host-providers";
+import { providerLoader } from "../../components/ssh/provider-stub";
 import {
   privateKeyFor,
   sshKeyFingerprint,
@@ -98,6 +100,45 @@ describe("host material kept out of state", () => {
     });
   });
 
+  describe("the provider loader", () => {
+    // The dynamic-provider process loads `__provider` with the SDK's own require-from-string and
+    // calls its handler, in the program's directory (pulumi/pulumi@v3.276.0
+    // sdk/nodejs/cmd/dynamic-provider/index.ts `getProvider`).
+    const requireFromString = createRequire(require.resolve("@pulumi/pulumi"))(
+      "require-from-string",
+    ) as (code: string) => { handler: () => Record<string, unknown> };
+    const programDir = path.join(REPO, "infra");
+
+    function loaded(name: "nodePreparation" | "kubeEgressCheck"): {
+      text: string;
+      provider: Record<string, unknown>;
+    } {
+      const cwd = process.cwd();
+      process.chdir(programDir);
+      try {
+        const text = providerLoader(name);
+        return { text, provider: requireFromString(text).handler() };
+      } finally {
+        process.chdir(cwd);
+      }
+    }
+
+    it("is a few lines that load the named provider from the package, every method present", () => {
+      for (const name of ["nodePreparation", "kubeEgressCheck"] as const) {
+        const { text, provider } = loaded(name);
+        assert.ok(text.length < 600, `${name}: ${text.length} bytes`);
+        assert.doesNotMatch(text, /runHostScript|BEGIN OPENSSH|function /);
+        for (const method of ["configure", "check", "diff", "create", "read", "update", "delete"])
+          assert.equal(typeof provider[method], "function", `${name}: ${method}`);
+      }
+    });
+
+    it("is the same text for every resource of one provider, so the process loads it once", () => {
+      assert.equal(loaded("nodePreparation").text, loaded("nodePreparation").text);
+      assert.notEqual(loaded("nodePreparation").text, loaded("kubeEgressCheck").text);
+    });
+  });
+
   describe("older state", () => {
     const ref = scriptRef(path.dirname(PREPARE), "prepare-node.sh");
     const text = fs.readFileSync(PREPARE, "utf8");
@@ -124,10 +165,12 @@ describe("host material kept out of state", () => {
       assert.equal(state.script, "#!/bin/sh\n");
     });
 
-    it("state this version wrote is not older", () => {
-      const loader = "exports.handler = ... rke2-remediation provider loader ...";
-      const { older } = upgradeState({ ...news, __provider: loader }, news);
-      assert.equal(older, false);
+    it("state a loader wrote is not older: this version's, and the serialized one before it", () => {
+      const serialized = "exports.handler = __f0; ... rke2-remediation provider loader ...";
+      for (const loader of [providerLoader("nodePreparation"), serialized]) {
+        const { older } = upgradeState({ ...news, __provider: loader }, news);
+        assert.equal(older, false, loader);
+      }
     });
 
     it("an unchanged step is rewritten without its host: update returns the upgraded state", async () => {
