@@ -8,6 +8,8 @@
   ssh-ops      SSH-backed resources per host in a `pulumi stack export` (stdin); prints JSON
   ssh-summary  connections per host per operation, from two ssh-count files and an ssh-ops file
   cpu-hosts    CPU time (ms) the lab hosts' sshd have used, their finished sessions included
+  cpu-profile  where the Node.js processes of a command spent their CPU, from the .cpuprofile
+               files `node --cpu-prof` wrote (one per process); prints a Markdown summary
   record       appends one measurement (JSON line) to the measurements file
   report       writes results.json and results.md from the measurements file
 """
@@ -742,6 +744,93 @@ def cmd_report(args):
         print(f"{t[0]} | {t[1]} | {t[2]} | {t[4]}")
 
 
+# What a sample's own frame belongs to, by its script's path: the first pattern that matches.
+PROFILE_PARTS = [
+    ("TypeScript compiler (ts-node)", re.compile(r"/node_modules/(typescript|ts-node)/")),
+    ("gRPC and protobuf", re.compile(r"/node_modules/(@grpc|google-protobuf|@protobufjs|protobufjs)/")),
+    ("ssh2 (SSH client)", re.compile(r"/node_modules/(ssh2|cpu-features|asn1|bcrypt-pbkdf)/")),
+    ("Pulumi SDK: closure serialization", re.compile(r"/@pulumi/pulumi/runtime/closure/")),
+    ("Pulumi SDK", re.compile(r"/node_modules/@pulumi/")),
+    ("other npm packages", re.compile(r"/node_modules/")),
+    ("the project's code", re.compile(r"/(components|infra|policy)/")),
+    ("Node.js internals", re.compile(r"^(node:|internal/)")),
+]
+
+
+def profile_part(url, name):
+    if name in ("(garbage collector)", "(program)", "(idle)"):
+        return name
+    if name in ("wrapSafe", "compileFunction", "compileForInternalLoader"):
+        return "compiling modules (V8)"
+    for part, pattern in PROFILE_PARTS:
+        if pattern.search(url or ""):
+            return part
+    return "(native or unattributed)" if not url else "other"
+
+
+def read_profiles(directory):
+    """Each process's self time by part and by function (microseconds), from its .cpuprofile."""
+    procs = []
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".cpuprofile"):
+            continue
+        with open(os.path.join(directory, name)) as f:
+            prof = json.load(f)
+        nodes = {n["id"]: n for n in prof["nodes"]}
+        # Self time of a node: the time deltas of the samples that landed on it.
+        self_us = collections.Counter()
+        for node_id, delta in zip(prof["samples"], prof["timeDeltas"]):
+            self_us[node_id] += max(delta, 0)
+        parts, funcs, kind = collections.Counter(), collections.Counter(), "node"
+        for node_id, us in self_us.items():
+            frame = nodes[node_id]["callFrame"]
+            url, fname = frame.get("url", ""), frame.get("functionName", "")
+            if "/@pulumi/pulumi/cmd/dynamic-provider/" in url:
+                kind = "dynamic provider"
+            elif "/@pulumi/pulumi/cmd/run/" in url and kind == "node":
+                kind = "program"
+            part = profile_part(url, fname)
+            if part == "(idle)":
+                continue
+            parts[part] += us
+            short = re.sub(r"^.*/node_modules/", "", url) if "/node_modules/" in url else re.sub(r"^.*/(components|infra)/", r"\1/", url)
+            funcs[f"{fname or '(anonymous)'} {short}:{frame.get('lineNumber', 0) + 1}"] += us
+        procs.append({"file": name, "kind": kind, "parts": parts, "funcs": funcs})
+    return procs
+
+
+def cmd_cpu_profile(args):
+    """Self time per part of each process; with --base, the difference per added node."""
+    procs = read_profiles(args.dir)
+    ms = lambda us: f"{us / 1000:.0f} ms"
+    out = ["| process | busy CPU | share by part |", "|---|---|---|"]
+    for p in procs:
+        busy = sum(p["parts"].values())
+        share = "; ".join(f"{k} {ms(v)} ({100 * v / busy:.0f} %)" for k, v in p["parts"].most_common(6))
+        out.append(f"| {p['kind']} ({p['file']}) | {ms(busy)} | {share} |")
+    if args.base:
+        base = read_profiles(args.base)
+        total = lambda ps, key: sum((q[key] for q in ps), collections.Counter())
+        now_parts, base_parts = total(procs, "parts"), total(base, "parts")
+        out += ["", f"All Node.js processes together, {args.base_nodes} node(s) against {args.nodes}, and the difference per added node:", ""]
+        out += [f"| part | {args.base_nodes} node(s) | {args.nodes} nodes | per added node |", "|---|---|---|---|"]
+        added = args.nodes - args.base_nodes
+        for k in sorted(set(now_parts) | set(base_parts), key=lambda k: base_parts[k] - now_parts[k]):
+            d = now_parts[k] - base_parts[k]
+            out.append(f"| {k} | {ms(base_parts[k])} | {ms(now_parts[k])} | {d / added / 1000:.1f} ms |")
+        b, n = sum(base_parts.values()), sum(now_parts.values())
+        out.append(f"| all | {ms(b)} | {ms(n)} | {(n - b) / added / 1000:.1f} ms |")
+        now_funcs, base_funcs = total(procs, "funcs"), total(base, "funcs")
+        grown = collections.Counter({k: now_funcs[k] - base_funcs[k] for k in now_funcs})
+        out += ["", f"Functions whose self time grew most from {args.base_nodes} to {args.nodes} nodes (per added node):", ""]
+        for k, d in grown.most_common(args.top):
+            out.append(f"- {d / added / 1000:.1f} ms {k}")
+    else:
+        for p in procs:
+            out += ["", f"Top functions by self time, {p['kind']} ({p['file']}):", ""]
+            out += [f"- {ms(v)} {k}" for k, v in p["funcs"].most_common(args.top)]
+    print("\n".join(out))
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -764,6 +853,13 @@ def main():
     p = sub.add_parser("cpu-hosts")
     p.add_argument("--lab-dir", required=True)
     p.set_defaults(func=cmd_cpu_hosts)
+    p = sub.add_parser("cpu-profile")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--top", type=int, default=15)
+    p.add_argument("--base", help="profiles of the same command on fewer nodes")
+    p.add_argument("--base-nodes", type=int, default=1)
+    p.add_argument("--nodes", type=int, default=20)
+    p.set_defaults(func=cmd_cpu_profile)
     p = sub.add_parser("record")
     p.add_argument("--out", required=True)
     p.add_argument("--section", required=True)
