@@ -33,6 +33,22 @@ import { ConfigProblem, ConfigValidationError } from "./problems";
 import { DeployPart, keyIsRead, unusedKeys } from "./deploy-parts";
 import { closest, ConfigReader, editDistance } from "./reader";
 import {
+  CNI,
+  DNS_DELIVERY,
+  DOWNSTREAM_ROLES,
+  isListSchema,
+  isSetting,
+  JOIN_GATE_POLL,
+  JOIN_GATE_TIMEOUT,
+  KeySchema,
+  KUBE_PROXY_MODE,
+  NODE_ROLES,
+  SERVER_JOIN,
+  SNAPSHOT_RETENTION,
+  SSH_PORT,
+  STACK_CONFIG_KEYS,
+} from "./stack-keys";
+import {
   MANAGEMENT_STACK_KEY,
   ManagementStackOutputs,
   readManagementStack,
@@ -65,92 +81,6 @@ export interface RawStackConfig {
   readonly otherNamespaceKeys?: readonly string[];
 }
 
-/**
- * Every key the stack config has, so that a key no reader reads is an error instead of a silent
- * no-op (a misspelt `dns.nodelocal` would leave NodeLocalDNS off without a word). A map of keys
- * describes a map of settings, `[schema]` a list of such maps, and `SETTING` a value read whole:
- * a scalar, a list of scalars, or a map keyed by free names (host names). A reader that reads a
- * new key adds it here.
- */
-export type KeySchema = typeof SETTING | readonly [KeySchema] | KeyMap;
-export type KeyMap = { readonly [key: string]: KeySchema };
-export const SETTING = "setting";
-
-const SSH_KEYS: KeyMap = { host: SETTING, port: SETTING, user: SETTING, hostKey: SETTING };
-/** Settings of every cluster, management or downstream. */
-const CLUSTER_KEYS: KeyMap = {
-  version: SETTING,
-  cni: SETTING,
-  clusterCidr: SETTING,
-  serviceCidr: SETTING,
-  clusterDomain: SETTING,
-  kubeProxyMode: SETTING,
-  tlsSan: SETTING,
-  privateRegistry: SETTING,
-  etcdSnapshot: { scheduleCron: SETTING, retention: SETTING },
-  nodePortRange: SETTING,
-  joinGate: { timeoutSeconds: SETTING, pollSeconds: SETTING },
-  extraConfig: SETTING,
-};
-/**
- * Settings only the management cluster uses: Rancher installs and joins a downstream cluster's
- * nodes itself and gets its DNS fix as chartValues, so these would do nothing there.
- */
-const MANAGEMENT_CLUSTER_KEYS: KeyMap = {
-  ...CLUSTER_KEYS,
-  installCommand: SETTING,
-  serverJoin: SETTING,
-  dnsDelivery: SETTING,
-  registrationAddress: SETTING,
-  serverConfig: SETTING,
-  agentConfig: SETTING,
-};
-
-export const STACK_CONFIG_KEYS: KeyMap = {
-  libvirt: {
-    ssh: SSH_KEYS,
-    network: SETTING,
-    subnet: SETTING,
-    gateway: SETTING,
-    dnsRecords: SETTING,
-    dhcpDomain: SETTING,
-  },
-  nodes: [
-    {
-      name: SETTING,
-      ip: SETTING,
-      cluster: SETTING,
-      role: SETTING,
-      roles: SETTING,
-      ssh: SSH_KEYS,
-      extraConfig: SETTING,
-    },
-  ],
-  rke2: MANAGEMENT_CLUSTER_KEYS,
-  rancher: {
-    url: SETTING,
-    caCertificate: SETTING,
-    downstreamClusters: [{ ...CLUSTER_KEYS, name: SETTING, insecureRegistration: SETTING }],
-  },
-  dns: {
-    staticHosts: SETTING,
-    neutralizedSearchDomains: SETTING,
-    nodeLocal: { enabled: SETTING, ip: SETTING },
-    upstreamResolvers: SETTING,
-    policyNamespaces: [{ name: SETTING, isolate: SETTING }],
-  },
-  nodePreparation: { unmanagedDevices: SETTING, bringUpKubeIpvs: SETTING },
-  deploy: {
-    libvirtDnsRecords: SETTING,
-    nodePreparation: SETTING,
-    rke2Servers: SETTING,
-    clusterDns: SETTING,
-    rancherClusters: SETTING,
-  },
-  [MANAGEMENT_STACK_KEY]: SETTING,
-  ...Object.fromEntries(SECRET_KEYS.map((key) => [key, SETTING])),
-};
-
 export interface ValidationOptions {
   /** Deployments need every secret; offline render and verify run without them. */
   readonly requireSecrets: boolean;
@@ -169,10 +99,11 @@ const HOST_KEY =
   /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp256|ecdsa-sha2-nistp384|ecdsa-sha2-nistp521) [A-Za-z0-9+/]+={0,3}$/;
 const LIBVIRT_NETWORK = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 const CRON_FIELD = /^[\d*/,-]+$/;
-const CNIS: readonly Cni[] = ["calico", "canal", "cilium", "flannel"];
-const PROXY_MODES: readonly KubeProxyMode[] = ["ipvs", "iptables"];
-const DOWNSTREAM_ROLES: readonly DownstreamRole[] = ["etcd", "controlplane", "worker"];
-const ALL_ROLES: readonly NodeRole[] = ["server", "agent", ...DOWNSTREAM_ROLES];
+// The model's unions and the declaration's words are the same lists.
+const CNIS: readonly Cni[] = CNI.values;
+const PROXY_MODES: readonly KubeProxyMode[] = KUBE_PROXY_MODE.values;
+const ALL_ROLES: readonly NodeRole[] = NODE_ROLES;
+const DOWNSTREAM: readonly DownstreamRole[] = DOWNSTREAM_ROLES;
 
 export function isHostname(text: string): boolean {
   return HOSTNAME.test(text);
@@ -346,7 +277,7 @@ function readSsh(
 ): SshEndpoint | undefined {
   const o = r.object(value, path) ?? {};
   const host = o.host === undefined ? defaultHost : r.string(o.host, `${path}.host`);
-  const port = r.integer(o.port, `${path}.port`, 22, 1, 65535);
+  const port = r.integer(o.port, `${path}.port`, 22, SSH_PORT.min, SSH_PORT.max);
   const user = r.string(o.user, `${path}.user`) ?? "root";
   const hostKey = r.string(o.hostKey, `${path}.hostKey`);
   if (host === undefined && required) {
@@ -477,7 +408,13 @@ function readClusterSettings(
   const scheduleCron =
     r.string(snap.scheduleCron, `${path}.etcdSnapshot.scheduleCron`) ?? "0 */12 * * *";
   checkCronSchedule(r, `${path}.etcdSnapshot.scheduleCron`, scheduleCron);
-  const retention = r.integer(snap.retention, `${path}.etcdSnapshot.retention`, 5, 1, 1000);
+  const retention = r.integer(
+    snap.retention,
+    `${path}.etcdSnapshot.retention`,
+    5,
+    SNAPSHOT_RETENTION.min,
+    SNAPSHOT_RETENTION.max,
+  );
   const nodePortRange = r.string(o.nodePortRange, `${path}.nodePortRange`) ?? "30000-32767";
   const ports = /^(\d{1,5})-(\d{1,5})$/.exec(nodePortRange);
   if (!ports || Number(ports[1]) >= Number(ports[2]) || Number(ports[2]) > 65535) {
@@ -521,21 +458,22 @@ function readClusterSettings(
         gate.timeoutSeconds,
         `${path}.joinGate.timeoutSeconds`,
         900,
-        10,
-        86400,
+        JOIN_GATE_TIMEOUT.min,
+        JOIN_GATE_TIMEOUT.max,
       ),
-      pollSeconds: r.integer(gate.pollSeconds, `${path}.joinGate.pollSeconds`, 2, 1, 60),
+      pollSeconds: r.integer(
+        gate.pollSeconds,
+        `${path}.joinGate.pollSeconds`,
+        2,
+        JOIN_GATE_POLL.min,
+        JOIN_GATE_POLL.max,
+      ),
     },
-    serverJoin: r.oneOf(
-      o.serverJoin,
-      `${path}.serverJoin`,
-      ["sequential", "parallel"] as const,
-      "sequential",
-    ),
+    serverJoin: r.oneOf(o.serverJoin, `${path}.serverJoin`, SERVER_JOIN.values, "sequential"),
     dnsDelivery: r.oneOf(
       o.dnsDelivery,
       `${path}.dnsDelivery`,
-      ["serverManifest", "helmChartConfig"] as const,
+      DNS_DELIVERY.values,
       "serverManifest",
     ),
   };
@@ -825,10 +763,10 @@ function readRoles(
       );
       return undefined;
     }
-  } else if (roles.some((role) => !(DOWNSTREAM_ROLES as readonly string[]).includes(role))) {
+  } else if (roles.some((role) => !(DOWNSTREAM as readonly string[]).includes(role))) {
     r.problem(
       rolesPath,
-      `nodes of downstream cluster "${cluster}" take roles from ${DOWNSTREAM_ROLES.join(", ")}.`,
+      `nodes of downstream cluster "${cluster}" take roles from ${DOWNSTREAM.join(", ")}.`,
     );
     return undefined;
   }
@@ -1274,12 +1212,8 @@ function checkKnownKeys(r: ConfigReader, raw: RawStackConfig): void {
   walkKnownKeys(r, top, STACK_CONFIG_KEYS, "");
 }
 
-function isListSchema(schema: KeySchema): schema is readonly [KeySchema] {
-  return Array.isArray(schema);
-}
-
 function walkKnownKeys(r: ConfigReader, value: unknown, schema: KeySchema, path: string): void {
-  if (schema === SETTING) return;
+  if (isSetting(schema)) return;
   if (isListSchema(schema)) {
     if (Array.isArray(value)) {
       value.forEach((item, i) => walkKnownKeys(r, item, schema[0], `${path}[${i}]`));

@@ -9,14 +9,8 @@ import * as assert from "assert/strict";
 import { EnvironmentModel, SECRET_KEYS } from "../../components/model";
 import { DEPLOY_PARTS, DeployPart, KEY_READERS } from "../../infra/config/deploy-parts";
 import { ConfigProblem } from "../../infra/config/problems";
-import {
-  configWarnings,
-  KeyMap,
-  KeySchema,
-  SETTING,
-  STACK_CONFIG_KEYS,
-  validateEnvironment,
-} from "../../infra/config/validate";
+import { configWarnings, validateEnvironment } from "../../infra/config/validate";
+import { isSetting, KeyMap, KeySchema, STACK_CONFIG_KEYS } from "../../infra/config/stack-keys";
 import { Artifact, renderArtifacts } from "../../infra/render";
 import { MutableRawConfig } from "../support/lab-stack";
 import { preparationAndRecordsStack } from "../support/minimal-stack";
@@ -290,7 +284,7 @@ describe("deploy switches", () => {
     function declared(path: string): boolean {
       let schema: KeySchema = STACK_CONFIG_KEYS;
       for (const segment of path.split(".")) {
-        if (schema === SETTING || Array.isArray(schema)) return false;
+        if (isSetting(schema) || Array.isArray(schema)) return false;
         const list = segment.endsWith("[]");
         const next: KeySchema | undefined = (schema as KeyMap)[segment.replace(/\[\]$/, "")];
         if (next === undefined) return false;

@@ -42,13 +42,8 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { SECRET_KEYS } from "../../components/model";
-import {
-  CONFIG_NAMESPACE,
-  KeyMap,
-  KeySchema,
-  SETTING,
-  STACK_CONFIG_KEYS,
-} from "../../infra/config/validate";
+import { CONFIG_NAMESPACE } from "../../infra/config/validate";
+import { isSetting, KeyMap, KeySchema, STACK_CONFIG_KEYS } from "../../infra/config/stack-keys";
 
 const ROOT = path.resolve(__dirname, "..", "..", "..");
 const CLI = path.resolve(__dirname, "..", "..", "infra", "cli");
@@ -326,7 +321,7 @@ function schemaAt(key: string): "setting" | "map" | "list" | { readonly unknown:
   let schema: KeySchema = STACK_CONFIG_KEYS;
   const segments = keySegments(key);
   for (const [i, segment] of segments.entries()) {
-    if (schema === SETTING) return "setting"; // inside a value: free names, list items
+    if (isSetting(schema)) return "setting"; // inside a value: free names, list items
     if (isList(schema)) {
       if (segment !== "[]") return { unknown: `${segments.slice(0, i).join(".")} is a list` };
       schema = schema[0];
@@ -339,12 +334,12 @@ function schemaAt(key: string): "setting" | "map" | "list" | { readonly unknown:
       schema = map[segment];
     }
   }
-  return schema === SETTING ? "setting" : isList(schema) ? "list" : "map";
+  return isSetting(schema) ? "setting" : isList(schema) ? "list" : "map";
 }
 
 /** Every setting STACK_CONFIG_KEYS declares, as `a.b`, `list[].c`. */
 function declaredSettings(schema: KeySchema = STACK_CONFIG_KEYS, at = ""): string[] {
-  if (schema === SETTING) return [at];
+  if (isSetting(schema)) return [at];
   if (isList(schema)) return declaredSettings(schema[0], `${at}[]`);
   return Object.entries(schema as KeyMap).flatMap(([key, inner]) =>
     declaredSettings(inner, at === "" ? key : `${at}.${key}`),
