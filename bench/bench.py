@@ -781,14 +781,19 @@ def read_profiles(directory):
         self_us = collections.Counter()
         for node_id, delta in zip(prof["samples"], prof["timeDeltas"]):
             self_us[node_id] += max(delta, 0)
-        parts, funcs, kind = collections.Counter(), collections.Counter(), "node"
+        urls = {n["callFrame"].get("url", "") for n in prof["nodes"]}
+        # The process's kind, by the runner whose code it loaded.
+        kind = (
+            "dynamic provider"
+            if any("/@pulumi/pulumi/cmd/dynamic-provider/" in u for u in urls)
+            else "program"
+            if any("/@pulumi/pulumi/cmd/run/" in u for u in urls)
+            else "node"
+        )
+        parts, funcs = collections.Counter(), collections.Counter()
         for node_id, us in self_us.items():
             frame = nodes[node_id]["callFrame"]
             url, fname = frame.get("url", ""), frame.get("functionName", "")
-            if "/@pulumi/pulumi/cmd/dynamic-provider/" in url:
-                kind = "dynamic provider"
-            elif "/@pulumi/pulumi/cmd/run/" in url and kind == "node":
-                kind = "program"
             part = profile_part(url, fname)
             if part == "(idle)":
                 continue
