@@ -7,6 +7,7 @@ import * as assert from "assert/strict";
 import { pulumi } from "./cli";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
+import { builtinModules } from "module";
 import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
@@ -212,5 +213,53 @@ describe("the policy pack in previews agrees with npm run verify", function () {
     assert.equal(cli.status, 0, cli.out);
     assert.match(cli.out, /rancher-records-cover-management-servers/);
     assert.match(cli.out, /advisory/i);
+  });
+
+  describe("the pack npm run policy:pack writes, copied outside the repository", () => {
+    let pack: string;
+
+    before(() => {
+      pack = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-policy-pack-")), "pack");
+      const built = spawnSync("npm", ["run", "--silent", "policy:pack", "--", "--out", pack], {
+        cwd: REPO,
+        encoding: "utf8",
+      });
+      assert.equal(built.status, 0, built.stdout + built.stderr);
+      // Its declared dependencies only, from npm's cache: the operator namespace has no route out.
+      const installed = spawnSync("npm", ["ci", "--offline", "--no-audit", "--no-fund"], {
+        cwd: pack,
+        encoding: "utf8",
+      });
+      assert.equal(installed.status, 0, installed.stdout + installed.stderr);
+    });
+
+    it("requires nothing but Node.js's own modules and its declared dependencies", () => {
+      const code = fs.readFileSync(path.join(pack, "lib", "index.js"), "utf8");
+      const required = [...new Set([...code.matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]))];
+      const declared = Object.keys(
+        (
+          JSON.parse(fs.readFileSync(path.join(pack, "package.json"), "utf8")) as {
+            dependencies: Record<string, string>;
+          }
+        ).dependencies,
+      );
+      const builtin = new Set<string>(builtinModules);
+      const foreign = required.filter(
+        (m) => !builtin.has(m.replace(/^node:/, "")) && !declared.some((d) => m.startsWith(d)),
+      );
+      assert.deepEqual(foreign, []);
+    });
+
+    it("blocks what the repository's pack blocks, and passes the compliant stack", () => {
+      withConfig(badStacks[0].change);
+      const bad = pulumi("preview", "--policy-pack", pack);
+      assert.notEqual(bad.status, 0, bad.out);
+      assert.match(bad.out, /rancher-records-cover-management-servers/);
+      fs.writeFileSync(file, original);
+      const ok = pulumi("preview", "--policy-pack", pack);
+      assert.equal(ok.status, 0, ok.out);
+      // Every policy ran there: the firewall policy read the node script the pack ships.
+      assert.doesNotMatch(ok.out, /cannot read the script/);
+    });
   });
 });

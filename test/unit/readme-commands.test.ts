@@ -11,6 +11,7 @@
  *       (infra/cli/args.ts) refuses an unknown flag, or a flag without its value, before it
  *       prints the usage, so exit 0 means every flag is accepted;
  *     - `lab`: as `bash test/lab/lab` below; `bench`: as `bash bench/run` below;
+ *     - `policy:pack`: the script is run with them, its `--out` in a temporary directory;
  *     - any other script takes none here.
  *   - `npm ci [--prefix <dir>]`: the directory has a package-lock.json.
  *   - `bash <file> [args]`: the file is in the repository. For `test/lab/lab` the subcommand is
@@ -405,6 +406,19 @@ function benchProblems(args: readonly string[]): string[] {
   return problems;
 }
 
+/** `npm run policy:pack -- <args>`: run as given, with `--out` in a fresh temporary directory. */
+function packProblems(args: readonly string[]): string[] {
+  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "readme-pack-")), "pack");
+  const given = args.map((a, i) => (args[i - 1] === "--out" ? out : a));
+  const r = spawnSync(process.execPath, [path.join(ROOT, "scripts", "pack-policy.mjs"), ...given], {
+    encoding: "utf8",
+  });
+  fs.rmSync(path.dirname(out), { recursive: true, force: true });
+  return r.status === 0
+    ? []
+    : [`npm run policy:pack refuses ${args.join(" ")}: ${(r.stderr || r.stdout).split("\n")[0]}`];
+}
+
 function npmProblems(args: readonly string[]): string[] {
   const [verb, ...rest] = args;
   if (verb === "ci") {
@@ -424,6 +438,7 @@ function npmProblems(args: readonly string[]): string[] {
   if (script === "render" || script === "verify") return cliProblems(script, scriptArgs);
   if (script === "lab") return labProblems(scriptArgs);
   if (script === "bench") return benchProblems(scriptArgs);
+  if (script === "policy:pack") return packProblems(scriptArgs);
   return scriptArgs.length === 0 ? [] : [`npm run ${script} takes no arguments here`];
 }
 
