@@ -10,6 +10,7 @@ import {
   ResourceValidationPolicy,
   StackValidationPolicy,
 } from "@pulumi/policy";
+import Ajv from "ajv";
 import type { RecordedResource } from "../components/model";
 
 export interface Violation {
@@ -57,7 +58,10 @@ function propsOf(r: RecordedResource): Record<string, unknown> {
   return unwrapSecrets(props) as Record<string, unknown>;
 }
 
-export function resourceArgs(r: RecordedResource): ResourceValidationArgs {
+export function resourceArgs(
+  r: RecordedResource,
+  config: Record<string, unknown> = {},
+): ResourceValidationArgs {
   return {
     type: r.type,
     props: propsOf(r),
@@ -67,7 +71,7 @@ export function resourceArgs(r: RecordedResource): ResourceValidationArgs {
     stackTags: new Map(),
     isType: () => false,
     asType: () => undefined,
-    getConfig: <T extends object>() => ({}) as T,
+    getConfig: <T extends object>() => config as T,
     notApplicable,
   };
 }
@@ -102,12 +106,17 @@ export function stackResources(resources: readonly RecordedResource[]): PolicyRe
   return [...byUrn.values()];
 }
 
-/** Enforcement levels set for the run, as a policy pack config file gives them. */
+/** Enforcement levels and policy config set for the run, as a policy pack config file gives them. */
 export interface EnforcementOverrides {
   /** The level of every policy ("all" in the file). */
   readonly all?: EnforcementLevel;
   /** Per policy name; wins over `all`. */
   readonly byPolicy?: Readonly<Record<string, EnforcementLevel>>;
+  /**
+   * Per policy name, what `args.getConfig()` returns: the defaults of its `configSchema` with
+   * the file's properties over them, checked against that schema.
+   */
+  readonly config?: Readonly<Record<string, Record<string, unknown>>>;
 }
 
 const LEVELS: readonly EnforcementLevel[] = ["advisory", "mandatory", "remediate", "disabled"];
@@ -115,15 +124,18 @@ const LEVELS: readonly EnforcementLevel[] = ["advisory", "mandatory", "remediate
 /**
  * Reads a policy pack config file as `pulumi preview --policy-pack-config` takes it: a JSON
  * object whose "all" key sets the level of every policy and whose other keys set one policy's,
- * each either a level or an object with `enforcementLevel` (pulumi.com docs, Policy as code,
- * "Configuring policy packs": "The top-level enforcement level under all will override the
- * existing enforcement levels of all policies ... A configured enforcement level for a specific
- * policy will override"). A key that names no policy of the pack is an error.
+ * each either a level or an object of the policy's config properties with an optional
+ * `enforcementLevel` ("environments" names ESC environments and is left alone). Each policy's
+ * config is then the defaults of its `configSchema` with the file's properties over them,
+ * validated against `{type: object, properties, required}` of that schema, as the CLI does
+ * (pulumi/pulumi@v3.259.0 pkg/resource/analyzer/config.go `parsePolicyPackConfig`,
+ * `ReconcilePolicyPackConfig`, `convertSchema`). A key that names no policy of the pack is an
+ * error here (the CLI ignores it, so a misspelt name would silently change nothing).
  */
 export function parsePolicyPackConfig(
   text: string,
   file: string,
-  policyNames: readonly string[],
+  policies: readonly Policy[],
 ): EnforcementOverrides {
   let doc: unknown;
   try {
@@ -133,25 +145,53 @@ export function parsePolicyPackConfig(
   }
   if (typeof doc !== "object" || doc === null || Array.isArray(doc))
     throw new Error(`${file} is not a JSON object of policy names.`);
-  const levelIn = (key: string, value: unknown): EnforcementLevel => {
-    const level =
-      typeof value === "object" && value !== null
-        ? (value as { enforcementLevel?: unknown }).enforcementLevel
-        : value;
-    if (!LEVELS.includes(level as EnforcementLevel))
+  const level = (key: string, value: unknown): EnforcementLevel => {
+    if (!LEVELS.includes(value as EnforcementLevel))
       throw new Error(
         `${file}: "${key}" sets no enforcement level; use one of ${LEVELS.join(", ")}.`,
       );
-    return level as EnforcementLevel;
+    return value as EnforcementLevel;
   };
+  const byName = new Map(policies.map((p) => [p.name, p]));
   const byPolicy: Record<string, EnforcementLevel> = {};
+  const given: Record<string, Record<string, unknown>> = {};
   let all: EnforcementLevel | undefined;
   for (const [key, value] of Object.entries(doc)) {
-    if (key === "all") all = levelIn(key, value);
-    else if (policyNames.includes(key)) byPolicy[key] = levelIn(key, value);
-    else throw new Error(`${file}: "${key}" is not a policy of this pack.`);
+    if (key === "environments") continue;
+    if (key !== "all" && !byName.has(key))
+      throw new Error(`${file}: "${key}" is not a policy of this pack.`);
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+      const { enforcementLevel, ...properties } = value as Record<string, unknown>;
+      if (enforcementLevel !== undefined) {
+        if (key === "all") all = level(key, enforcementLevel);
+        else byPolicy[key] = level(key, enforcementLevel);
+      }
+      if (key !== "all") given[key] = properties;
+    } else if (key === "all") all = level(key, value);
+    else byPolicy[key] = level(key, value);
   }
-  return { all, byPolicy };
+  const config: Record<string, Record<string, unknown>> = {};
+  for (const policy of policies) {
+    const schema = policy.configSchema;
+    if (!schema) continue;
+    const defaults = Object.fromEntries(
+      Object.entries(schema.properties ?? {})
+        .filter(([, p]) => "default" in p)
+        .map(([k, p]) => [k, (p as { default: unknown }).default]),
+    );
+    const props = { ...defaults, ...given[policy.name] };
+    const check = new Ajv({ allErrors: true, strict: false }).compile({
+      type: "object",
+      ...(schema.properties ? { properties: schema.properties } : {}),
+      ...(schema.required?.length ? { required: schema.required } : {}),
+    });
+    if (!check(props)) {
+      const why = (check.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message}`);
+      throw new Error(`${file}: the config of ${policy.name} is invalid: ${why.join(", ")}.`);
+    }
+    config[policy.name] = props;
+  }
+  return { all, byPolicy, config };
 }
 
 function levelOf(policy: Policy, overrides: EnforcementOverrides): EnforcementLevel {
@@ -183,7 +223,7 @@ export async function evaluatePolicies(
             rep: (m: string, u?: string) => void,
           ) => void | Promise<void>)[]) {
             try {
-              await validate(resourceArgs(r), report(r.urn));
+              await validate(resourceArgs(r, overrides.config?.[policy.name]), report(r.urn));
             } catch (err) {
               if (!(err instanceof NotApplicable)) throw err;
             }
@@ -195,7 +235,7 @@ export async function evaluatePolicies(
           {
             resources: stack,
             stackTags: new Map(),
-            getConfig: <T extends object>() => ({}) as T,
+            getConfig: <T extends object>() => (overrides.config?.[policy.name] ?? {}) as T,
             notApplicable,
           },
           report(undefined),

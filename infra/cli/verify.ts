@@ -60,11 +60,7 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   const configFile = flags.get("policy-pack-config");
   const overrides = configFile
-    ? parsePolicyPackConfig(
-        fs.readFileSync(configFile, "utf8"),
-        configFile,
-        allPolicies.map((p) => p.name),
-      )
+    ? parsePolicyPackConfig(fs.readFileSync(configFile, "utf8"), configFile, allPolicies)
     : {};
   const json = flags.has("json");
   const raw = rawConfigFromStackFile(flags.get("file") ?? stackFilePath(stack));

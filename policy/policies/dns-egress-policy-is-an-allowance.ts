@@ -20,17 +20,38 @@ export const dnsEgressPolicyIsAnAllowance: StackValidationPolicy = {
   description:
     "A DNS egress NetworkPolicy is delivered only behind the live check of its namespace's own egress policies, and never isolates Rancher's or RKE2's own namespaces.",
   enforcementLevel: "mandatory",
+  configSchema: {
+    properties: {
+      protectedNamespaces: {
+        type: "array",
+        items: { type: "string", minLength: 1 },
+        default: [],
+        description:
+          "Namespaces of the estate's own (monitoring, ingress, ...) that no stack may opt in to isolation either, besides Rancher's and RKE2's.",
+      },
+    },
+  },
   validateStack: (args, reportViolation) => {
+    const { protectedNamespaces = [] } = args.getConfig<{ protectedNamespaces?: string[] }>();
     const checks = args.resources.filter((r) => CHECK_TYPES.includes(r.type));
     for (const check of checks) {
       const namespaces = (check.props.namespaces ?? []) as { name?: string; isolate?: boolean }[];
       for (const ns of namespaces) {
-        const owner = systemNamespaceOwner(String(ns.name));
-        if (ns.isolate === true && owner) {
+        if (ns.isolate !== true) continue;
+        const name = String(ns.name);
+        const owner = systemNamespaceOwner(name);
+        if (owner) {
           reportViolation(
-            `${check.name} opts ${String(ns.name)}, ${owner}'s own namespace, in to isolation: it would become ` +
+            `${check.name} opts ${name}, ${owner}'s own namespace, in to isolation: it would become ` +
               "default-deny egress except DNS, and Rancher would lose its API and the cluster agents Rancher " +
               "(seed 000's symptom), CoreDNS its upstreams. Remove isolate from that dns.policyNamespaces entry.",
+            check.urn,
+          );
+        } else if (protectedNamespaces.includes(name)) {
+          reportViolation(
+            `${check.name} opts ${name} in to isolation, which the policy pack's config protects ` +
+              "(protectedNamespaces): it would become default-deny egress except DNS. Remove isolate from that " +
+              "dns.policyNamespaces entry, or take the namespace out of protectedNamespaces.",
             check.urn,
           );
         }

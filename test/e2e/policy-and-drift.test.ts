@@ -24,10 +24,10 @@ import {
 
 const NS = "rke2-remediation";
 
-function verify(): { failed: boolean; mandatory: string[] } {
+function verify(...args: string[]): { failed: boolean; mandatory: string[] } {
   const r = spawnSync(
     process.execPath,
-    [path.join(REPO, "bin", "infra", "cli", "verify.js"), "--stack", LAB_STACK, "--json"],
+    [path.join(REPO, "bin", "infra", "cli", "verify.js"), "--stack", LAB_STACK, "--json", ...args],
     {
       encoding: "utf8",
     },
@@ -213,6 +213,37 @@ describe("the policy pack in previews agrees with npm run verify", function () {
     assert.equal(cli.status, 0, cli.out);
     assert.match(cli.out, /rancher-records-cover-management-servers/);
     assert.match(cli.out, /advisory/i);
+  });
+
+  it("a policy's own config (protectedNamespaces) means the same to both", () => {
+    withConfig((c) => {
+      (c[`${NS}:dns`] as Record<string, unknown>).policyNamespaces = [
+        "default",
+        { name: "monitoring", isolate: true },
+      ];
+    });
+    // By default a namespace of the estate's own may be isolated.
+    assert.deepEqual(verify(), { failed: false, mandatory: [] });
+    const open = pulumi("preview", "--policy-pack", "policy");
+    assert.equal(open.status, 0, open.out);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-policy-config-"));
+    const config = path.join(dir, "policy-config.json");
+    fs.writeFileSync(
+      config,
+      JSON.stringify({
+        "dns-egress-policy-is-an-allowance": { protectedNamespaces: ["monitoring"] },
+      }),
+    );
+    assert.deepEqual(verify("--policy-pack-config", config), {
+      failed: true,
+      mandatory: ["dns-egress-policy-is-an-allowance"],
+    });
+    const cli = pulumi("preview", "--policy-pack", "policy", "--policy-pack-config", config);
+    assert.notEqual(cli.status, 0, cli.out);
+    assert.match(
+      cli.out,
+      /opts monitoring in to isolation, which the policy pack's config protects/,
+    );
   });
 
   describe("the pack npm run policy:pack writes, copied outside the repository", () => {

@@ -11,6 +11,8 @@ import {
   REMOTE_FILE,
 } from "../../components/model";
 import type { DnsPolicyNamespace, RecordedResource } from "../../components/model";
+import * as assert from "assert/strict";
+import { evaluatePolicies, parsePolicyPackConfig } from "../../policy/evaluate";
 import { cluster, model } from "./dns-fixture";
 import { assertNoViolations, assertViolation, resource } from "./util";
 
@@ -30,6 +32,54 @@ function dnsPolicy(namespace: string, deps: RecordedResource[]): RecordedResourc
 }
 
 describe("policy dns-egress-policy-is-an-allowance", () => {
+  describe("its config, protectedNamespaces, as a --policy-pack-config file sets it", () => {
+    const isolated = () => {
+      const guard = check([{ name: "monitoring", isolate: true }]);
+      return [guard, dnsPolicy("monitoring", [guard])];
+    };
+    const messages = async (file: unknown) =>
+      (
+        await evaluatePolicies(
+          [policy],
+          isolated(),
+          parsePolicyPackConfig(JSON.stringify(file), "policy-config.json", [policy]),
+        )
+      ).map((v) => `${v.level} ${v.message}`);
+
+    it("protects no namespace of the estate's by default", async () => {
+      assert.deepEqual(await messages({}), []);
+    });
+
+    it("refuses isolating a namespace it lists, at the policy's own level", async () => {
+      const config = { [policy.name]: { protectedNamespaces: ["monitoring"] } };
+      const found = await messages(config);
+      assert.equal(found.length, 1, found.join("\n"));
+      assert.match(
+        found[0],
+        /^mandatory dns-egress-check opts monitoring in to isolation, which the policy pack's config protects \(protectedNamespaces\)/,
+      );
+    });
+
+    it("takes the level and the list from one object", async () => {
+      const config = {
+        [policy.name]: { enforcementLevel: "advisory", protectedNamespaces: ["monitoring"] },
+      };
+      assert.match((await messages(config))[0], /^advisory /);
+    });
+
+    it("refuses a list that is not one, naming the file and the policy", () => {
+      assert.throws(
+        () =>
+          parsePolicyPackConfig(
+            JSON.stringify({ [policy.name]: { protectedNamespaces: "monitoring" } }),
+            "policy-config.json",
+            [policy],
+          ),
+        /policy-config\.json: the config of dns-egress-policy-is-an-allowance is invalid: \/protectedNamespaces must be array/,
+      );
+    });
+  });
+
   const compliant = () => {
     const guard = check([
       { name: "cattle-system", isolate: false },
