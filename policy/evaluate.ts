@@ -170,28 +170,40 @@ export function parsePolicyPackConfig(
     } else if (key === "all") all = level(key, value);
     else byPolicy[key] = level(key, value);
   }
-  const config: Record<string, Record<string, unknown>> = {};
-  for (const policy of policies) {
-    const schema = policy.configSchema;
-    if (!schema) continue;
-    const defaults = Object.fromEntries(
-      Object.entries(schema.properties ?? {})
-        .filter(([, p]) => "default" in p)
-        .map(([k, p]) => [k, (p as { default: unknown }).default]),
-    );
-    const props = { ...defaults, ...given[policy.name] };
-    const check = new Ajv({ allErrors: true, strict: false }).compile({
-      type: "object",
-      ...(schema.properties ? { properties: schema.properties } : {}),
-      ...(schema.required?.length ? { required: schema.required } : {}),
-    });
-    if (!check(props)) {
-      const why = (check.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message}`);
-      throw new Error(`${file}: the config of ${policy.name} is invalid: ${why.join(", ")}.`);
-    }
-    config[policy.name] = props;
-  }
+  const config = Object.fromEntries(
+    policies.map((p) => [p.name, policyConfig(p, given[p.name] ?? {}, file)]),
+  );
   return { all, byPolicy, config };
+}
+
+/**
+ * What `args.getConfig()` gives a policy: the defaults of its `configSchema` with `given` over
+ * them, checked against `{type: object, properties, required}` of that schema. The CLI applies
+ * the defaults with or without a config file; `from` names the file in an error.
+ */
+function policyConfig(
+  policy: Policy,
+  given: Record<string, unknown>,
+  from: string,
+): Record<string, unknown> {
+  const schema = policy.configSchema;
+  if (!schema) return given;
+  const defaults = Object.fromEntries(
+    Object.entries(schema.properties ?? {})
+      .filter(([, p]) => "default" in p)
+      .map(([k, p]) => [k, (p as { default: unknown }).default]),
+  );
+  const props = { ...defaults, ...given };
+  const check = new Ajv({ allErrors: true, strict: false }).compile({
+    type: "object",
+    ...(schema.properties ? { properties: schema.properties } : {}),
+    ...(schema.required?.length ? { required: schema.required } : {}),
+  });
+  if (!check(props)) {
+    const why = (check.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message}`);
+    throw new Error(`${from}: the config of ${policy.name} is invalid: ${why.join(", ")}.`);
+  }
+  return props;
 }
 
 function levelOf(policy: Policy, overrides: EnforcementOverrides): EnforcementLevel {
@@ -210,6 +222,7 @@ export async function evaluatePolicies(
   for (const policy of policies) {
     const level = levelOf(policy, overrides);
     if (level === "disabled") continue;
+    const config = overrides.config?.[policy.name] ?? policyConfig(policy, {}, policy.name);
     const report = (resource?: string) => (message: string, urn?: string) =>
       violations.push({ policy: policy.name, level, resource: urn ?? resource, message });
     try {
@@ -223,7 +236,7 @@ export async function evaluatePolicies(
             rep: (m: string, u?: string) => void,
           ) => void | Promise<void>)[]) {
             try {
-              await validate(resourceArgs(r, overrides.config?.[policy.name]), report(r.urn));
+              await validate(resourceArgs(r, config), report(r.urn));
             } catch (err) {
               if (!(err instanceof NotApplicable)) throw err;
             }
@@ -235,7 +248,7 @@ export async function evaluatePolicies(
           {
             resources: stack,
             stackTags: new Map(),
-            getConfig: <T extends object>() => (overrides.config?.[policy.name] ?? {}) as T,
+            getConfig: <T extends object>() => config as T,
             notApplicable,
           },
           report(undefined),

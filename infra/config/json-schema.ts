@@ -17,13 +17,13 @@ import {
   KeySchema,
   OR_NAME,
   STACK_CONFIG_KEYS,
+  TEXT_JSON,
 } from "./stack-keys";
 
 /** Where the schema is kept, relative to the repository. */
 export const STACK_SCHEMA_FILE = "stacks/stack-config.schema.json";
 
 const SECURE: JsonSchema = { $ref: "#/definitions/secure" };
-const NAME: JsonSchema = { type: "string", pattern: "\\S" };
 
 function schemaOf(schema: KeySchema): JsonSchema {
   if (isSetting(schema)) return { anyOf: [schema.json, SECURE] };
@@ -33,7 +33,7 @@ function schemaOf(schema: KeySchema): JsonSchema {
     properties: Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, schemaOf(v)])),
     additionalProperties: false,
   };
-  return schema[OR_NAME] ? { anyOf: [NAME, map] } : map;
+  return schema[OR_NAME] ? { anyOf: [TEXT_JSON, map] } : map;
 }
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");

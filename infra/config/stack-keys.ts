@@ -52,7 +52,7 @@ export function isListSchema(schema: KeySchema): schema is readonly [KeySchema] 
 }
 
 /** A non-empty string (one that is not only blanks: the reader trims). */
-const TEXT_JSON: JsonSchema = { type: "string", pattern: "\\S" };
+export const TEXT_JSON: JsonSchema = { type: "string", pattern: "\\S" };
 const text = () => new Setting(TEXT_JSON);
 const flag = () => new Setting({ type: "boolean" });
 const texts = () => new Setting({ type: "array", items: TEXT_JSON });

@@ -32,7 +32,8 @@ export const dnsEgressPolicyIsAnAllowance: StackValidationPolicy = {
     },
   },
   validateStack: (args, reportViolation) => {
-    const { protectedNamespaces = [] } = args.getConfig<{ protectedNamespaces?: string[] }>();
+    // Its schema's default (none) applies when no config file sets it.
+    const { protectedNamespaces } = args.getConfig<{ protectedNamespaces: string[] }>();
     const checks = args.resources.filter((r) => CHECK_TYPES.includes(r.type));
     for (const check of checks) {
       const namespaces = (check.props.namespaces ?? []) as { name?: string; isolate?: boolean }[];
