@@ -23,6 +23,7 @@ import { rancherRecordsCoverManagementServers } from "./rancher-records-cover-ma
 import { rancherRegistrationVerifiesCa } from "./rancher-registration-verifies-ca";
 import { rancherSingleCorednsConfig } from "./rancher-single-coredns-config";
 import { rke2RegistrationAddressInTlsSan } from "./rke2-registration-address-in-tls-san";
+import { rke2SystemImagesFromAllowedRegistry } from "./rke2-system-images-from-allowed-registry";
 import { rke2ServersJoinOneAtATime } from "./rke2-servers-join-one-at-a-time";
 import { rke2TokenKeptSecret } from "./rke2-token-kept-secret";
 import { sshHostKeyPinned } from "./ssh-host-key-pinned";
@@ -37,6 +38,7 @@ export const allPolicies: Policy[] = [
   rke2ServersJoinOneAtATime,
   rke2RegistrationAddressInTlsSan,
   rke2TokenKeptSecret,
+  rke2SystemImagesFromAllowedRegistry,
   libvirtDnsRecordInSubnet,
   libvirtRecordOutsideNeutralizedDomain,
   rancherRecordsCoverManagementServers,

@@ -23,3 +23,14 @@ export function objectProp(
     ? (value as Record<string, unknown>)
     : undefined;
 }
+
+/** True while a preview does not know the property's value yet (as opposed to its being absent). */
+export function isUnknownProp(props: Record<string, unknown>, name: string): boolean {
+  try {
+    void props[name];
+    return false;
+  } catch (err) {
+    if (err instanceof UnknownValueError) return true;
+    throw err;
+  }
+}

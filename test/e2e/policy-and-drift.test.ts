@@ -246,6 +246,42 @@ describe("the policy pack in previews agrees with npm run verify", function () {
     );
   });
 
+  it("a policy's own config (allowedRegistries) means the same to both", () => {
+    // The local stack sets no rke2.privateRegistry: its servers pull from docker.io.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-policy-config-"));
+    const configAllowing = (registries: string[]) => {
+      const file = path.join(dir, `allow-${registries.length}.json`);
+      fs.writeFileSync(
+        file,
+        JSON.stringify({
+          "rke2-system-images-from-allowed-registry": { allowedRegistries: registries },
+        }),
+      );
+      return file;
+    };
+    const onlyPrivate = configAllowing(["192.168.122.156:30000"]);
+    assert.deepEqual(verify("--policy-pack-config", onlyPrivate), {
+      failed: true,
+      mandatory: ["rke2-system-images-from-allowed-registry"],
+    });
+    const blocked = pulumi(
+      "preview",
+      "--policy-pack",
+      "policy",
+      "--policy-pack-config",
+      onlyPrivate,
+    );
+    assert.notEqual(blocked.status, 0, blocked.out);
+    assert.match(
+      blocked.out,
+      /pulls RKE2's system images from docker\.io \(it sets no system-default-registry\)/,
+    );
+    const withHub = configAllowing(["192.168.122.156:30000", "docker.io"]);
+    assert.deepEqual(verify("--policy-pack-config", withHub), { failed: false, mandatory: [] });
+    const passed = pulumi("preview", "--policy-pack", "policy", "--policy-pack-config", withHub);
+    assert.equal(passed.status, 0, passed.out);
+  });
+
   describe("the pack npm run policy:pack writes, copied outside the repository", () => {
     let pack: string;
 
