@@ -20,6 +20,7 @@ import { rancherEtcdRegistrationsOneAtATime } from "./rancher-etcd-registrations
 import { rancherFirstGroupOneEtcd } from "./rancher-first-group-one-etcd";
 import { rancherFirstGroupRegistersWithoutWaiting } from "./rancher-first-group-registers-without-waiting";
 import { rancherRecordsCoverManagementServers } from "./rancher-records-cover-management-servers";
+import { rancherRegistrationsUseAllowedRancher } from "./rancher-registrations-use-allowed-rancher";
 import { rancherRegistrationVerifiesCa } from "./rancher-registration-verifies-ca";
 import { rancherSingleCorednsConfig } from "./rancher-single-coredns-config";
 import { rke2RegistrationAddressInTlsSan } from "./rke2-registration-address-in-tls-san";
@@ -52,6 +53,7 @@ export const allPolicies: Policy[] = [
   networkPolicyDnsUdpAndTcp,
   dnsEgressPolicyIsAnAllowance,
   rancherRegistrationVerifiesCa,
+  rancherRegistrationsUseAllowedRancher,
   rancherClusterHasEtcdControlplaneWorker,
   rancherFirstGroupRegistersWithoutWaiting,
   rancherFirstGroupOneEtcd,

@@ -34,3 +34,13 @@ export function isUnknownProp(props: Record<string, unknown>, name: string): boo
     throw err;
   }
 }
+
+/** The lower-case host of a URL (without IPv6 brackets), undefined when the text is not one. */
+export function urlHost(url: unknown): string | undefined {
+  if (typeof url !== "string") return undefined;
+  try {
+    return new URL(url).hostname.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  } catch {
+    return undefined;
+  }
+}

@@ -1,16 +1,7 @@
 import { StackValidationPolicy } from "@pulumi/policy";
 import * as YAML from "yaml";
 import { RKE2_NODE_START } from "../../components/model";
-
-/** The host of a `server: https://<host>:9345` value, or undefined when it is not a URL. */
-function hostOf(server: unknown): string | undefined {
-  if (typeof server !== "string") return undefined;
-  try {
-    return new URL(server).hostname.replace(/^\[(.*)\]$/, "$1").toLowerCase();
-  } catch {
-    return undefined;
-  }
-}
+import { urlHost } from "./props";
 
 /**
  * Joining servers and agents register at their `server:` address and check the certificate the
@@ -37,7 +28,7 @@ export const rke2RegistrationAddressInTlsSan: StackValidationPolicy = {
     // Each address a node registers through that is not a server's own, with who uses it.
     const registrations = new Map<string, string[]>();
     for (const { config } of configs) {
-      const host = hostOf(config.server);
+      const host = urlHost(config.server);
       if (host === undefined || serverIps.has(host)) continue;
       registrations.set(host, [...(registrations.get(host) ?? []), String(config["node-name"])]);
     }

@@ -282,6 +282,27 @@ describe("the policy pack in previews agrees with npm run verify", function () {
     assert.equal(passed.status, 0, passed.out);
   });
 
+  it("a policy's own config (allowedRancherHosts) means the same to both", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-policy-config-"));
+    const config = path.join(dir, "policy-config.json");
+    fs.writeFileSync(
+      config,
+      JSON.stringify({
+        "rancher-registrations-use-allowed-rancher": {
+          allowedRancherHosts: ["rancher.example.com"],
+        },
+      }),
+    );
+    assert.deepEqual(verify("--policy-pack-config", config), {
+      failed: true,
+      mandatory: ["rancher-registrations-use-allowed-rancher"],
+    });
+    const cli = pulumi("preview", "--policy-pack", "policy", "--policy-pack-config", config);
+    assert.notEqual(cli.status, 0, cli.out);
+    assert.match(cli.out, /the rancher2 provider rancher uses the Rancher at https:\/\/ai-ear\.cn/);
+    assert.match(cli.out, /registration in cluster uat1 uses the Rancher at https:\/\/ai-ear\.cn/);
+  });
+
   describe("the pack npm run policy:pack writes, copied outside the repository", () => {
     let pack: string;
 

@@ -1,10 +1,13 @@
 import * as assert from "assert/strict";
-import * as pulumi from "@pulumi/pulumi";
 import { rke2SystemImagesFromAllowedRegistry as policy } from "../../policy/policies/rke2-system-images-from-allowed-registry";
-import { evaluatePolicies, parsePolicyPackConfig } from "../../policy/evaluate";
+import { parsePolicyPackConfig } from "../../policy/evaluate";
 import { RKE2_NODE_START, type RecordedResource } from "../../components/model";
 import { estateModel, estateRawConfig } from "../support/lab-stack";
-import { resourcesOf } from "../support/program";
+import { resourcesOf, TEST_SECRETS } from "../support/program";
+import { configuredViolations } from "./util";
+
+const violations = (resources: RecordedResource[], file: unknown) =>
+  configuredViolations(policy, resources, file);
 
 const LAB_REGISTRY = "192.168.122.156:30000";
 
@@ -24,18 +27,7 @@ function estate(change: (values: EstateValues) => void = () => {}): Promise<Reco
   const values = raw.values as unknown as EstateValues;
   values.rancher.downstreamClusters[0].privateRegistry = LAB_REGISTRY;
   change(values);
-  return resourcesOf(estateModel(raw), {
-    sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
-    rke2Token: pulumi.secret("K10-lab-test-token"),
-  });
-}
-
-/** The violations under a --policy-pack-config file's content, as `level message`. */
-async function messages(resources: RecordedResource[], file: unknown): Promise<string[]> {
-  const config = parsePolicyPackConfig(JSON.stringify(file), "policy-config.json", [policy]);
-  return (await evaluatePolicies([policy], resources, config)).map(
-    (v) => `${v.level} ${v.message}`,
-  );
+  return resourcesOf(estateModel(raw), TEST_SECRETS);
 }
 
 const allowing = (...registries: string[]) => ({
@@ -45,11 +37,11 @@ const allowing = (...registries: string[]) => ({
 describe("policy rke2-system-images-from-allowed-registry", () => {
   it("allows any registry when the pack's config lists none (its default)", async () => {
     const resources = await estate((v) => delete v.rke2.privateRegistry);
-    assert.deepEqual(await messages(resources, {}), []);
+    assert.deepEqual(await violations(resources, {}), []);
   });
 
   it("accepts servers and a downstream cluster that pull from an allowed registry", async () => {
-    assert.deepEqual(await messages(await estate(), allowing(LAB_REGISTRY)), []);
+    assert.deepEqual(await violations(await estate(), allowing(LAB_REGISTRY)), []);
   });
 
   it("checks servers only: an agent takes the registry from its server", async () => {
@@ -69,12 +61,12 @@ describe("policy rke2-system-images-from-allowed-registry", () => {
     );
     assert.equal(agents.length, 1, "the management cluster has an agent");
     assert.doesNotMatch(String(agents[0].inputs.config), /system-default-registry/);
-    assert.deepEqual(await messages(resources, allowing(LAB_REGISTRY)), []);
+    assert.deepEqual(await violations(resources, allowing(LAB_REGISTRY)), []);
   });
 
   it("refuses a management server with another registry, naming the server and the key", async () => {
     const resources = await estate((v) => (v.rke2.privateRegistry = "registry.example.com:5000"));
-    const found = await messages(resources, allowing(LAB_REGISTRY));
+    const found = await violations(resources, allowing(LAB_REGISTRY));
     assert.equal(found.length, 3, found.join("\n"));
     assert.match(
       found[0],
@@ -84,15 +76,15 @@ describe("policy rke2-system-images-from-allowed-registry", () => {
 
   it("counts a server without system-default-registry as pulling from docker.io", async () => {
     const resources = await estate((v) => delete v.rke2.privateRegistry);
-    const found = await messages(resources, allowing(LAB_REGISTRY));
+    const found = await violations(resources, allowing(LAB_REGISTRY));
     assert.equal(found.length, 3, found.join("\n"));
     assert.match(found[0], /from docker\.io \(it sets no system-default-registry\)/);
-    assert.deepEqual(await messages(resources, allowing(LAB_REGISTRY, "docker.io")), []);
+    assert.deepEqual(await violations(resources, allowing(LAB_REGISTRY, "docker.io")), []);
   });
 
   it("refuses a downstream cluster whose machines pull from elsewhere, naming the cluster", async () => {
     const resources = await estate((v) => delete v.rancher.downstreamClusters[0].privateRegistry);
-    const found = await messages(resources, allowing(LAB_REGISTRY));
+    const found = await violations(resources, allowing(LAB_REGISTRY));
     assert.equal(found.length, 1, found.join("\n"));
     assert.match(
       found[0],
@@ -105,7 +97,7 @@ describe("policy rke2-system-images-from-allowed-registry", () => {
       v.rke2.privateRegistry = "Registry.Example.com:5000";
       v.rancher.downstreamClusters[0].privateRegistry = "registry.example.com:5000";
     });
-    assert.deepEqual(await messages(resources, allowing("REGISTRY.example.com:5000")), []);
+    assert.deepEqual(await violations(resources, allowing("REGISTRY.example.com:5000")), []);
   });
 
   it("refuses a config entry that is not host[:port], naming the file and the policy", () => {

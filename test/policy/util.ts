@@ -1,6 +1,6 @@
 import * as assert from "assert/strict";
 import { Policy } from "@pulumi/policy";
-import { evaluatePolicies, Violation } from "../../policy/evaluate";
+import { evaluatePolicies, parsePolicyPackConfig, Violation } from "../../policy/evaluate";
 import type { RecordedResource } from "../../components/model";
 
 /** A recorded resource of the given type with the given props, for one policy case. */
@@ -57,3 +57,18 @@ export async function assertNoViolations(
 
 export const HOST_KEY =
   "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFBMQUNFSE9MREVSLXN6YTEyMjAyMC0tLS0tLS0tLS0t";
+
+/**
+ * A policy's violations, as `level message`, when a --policy-pack-config file with `file`'s
+ * content configures the run.
+ */
+export async function configuredViolations(
+  policy: Policy,
+  resources: RecordedResource[],
+  file: unknown,
+): Promise<string[]> {
+  const config = parsePolicyPackConfig(JSON.stringify(file), "policy-config.json", [policy]);
+  return (await evaluatePolicies([policy], resources, config)).map(
+    (v) => `${v.level} ${v.message}`,
+  );
+}

@@ -32,10 +32,13 @@ export async function resourcesOf(
   return (await recordEnvironment(model, secrets)).resources;
 }
 
-/** The lab stack's resources, recorded with a test key and RKE2 token as its secrets. */
+/** A test key and RKE2 token, the secrets policy and component tests record the estate with. */
+export const TEST_SECRETS: EnvironmentSecrets = {
+  sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
+  rke2Token: pulumi.secret("K10-lab-test-token"),
+};
+
+/** The lab stack's resources, recorded with TEST_SECRETS. */
 export function labResources(): Promise<RecordedResource[]> {
-  return resourcesOf(estateModel(), {
-    sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n"),
-    rke2Token: pulumi.secret("K10-lab-test-token"),
-  });
+  return resourcesOf(estateModel(), TEST_SECRETS);
 }
