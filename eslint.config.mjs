@@ -8,6 +8,7 @@ import tseslint from "typescript-eslint";
 /** Files under components/ that declare Pulumi resources or dynamic providers. Every other file
  * there is pure (model, renderers, parsers, plans) and loads no Pulumi SDK. */
 const RESOURCE_FILES = [
+  "components/index.ts",
   "components/*/index.ts",
   "components/**/provider.ts",
   "components/**/*-provider.ts",

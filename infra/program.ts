@@ -94,14 +94,15 @@ export interface EnvironmentOutputs {
 export function deployEnvironment(
   model: EnvironmentModel,
   secrets: EnvironmentSecrets,
+  scope: DeclarationScope = STACK_SCOPE,
 ): EnvironmentOutputs {
   const keys = withEmptySecrets(secrets);
-  const records = declareLibvirtDnsRecords(model, keys); // 1.
-  const prepared = prepareNodes(model, keys); // 2.
-  const beforeFirstStart = deliverManagementClusterDns(model, keys, prepared); // 3.
-  const management = joinManagementCluster(model, keys, prepared, beforeFirstStart); // 4.
+  const records = declareLibvirtDnsRecords(model, keys, scope); // 1.
+  const prepared = prepareNodes(model, keys, scope); // 2.
+  const beforeFirstStart = deliverManagementClusterDns(model, keys, prepared, scope); // 3.
+  const management = joinManagementCluster(model, keys, prepared, beforeFirstStart, scope); // 4.
   const rancherReady = [...(records ? [records] : []), ...management.ready];
-  const downstream = deployDownstreamClusters(model, keys, prepared, rancherReady); // 5.
+  const downstream = deployDownstreamClusters(model, keys, prepared, rancherReady, scope); // 5.
   const rancher = managementStackOutputs(model);
   return {
     ...(rancher ? { rancher } : {}),
@@ -117,6 +118,30 @@ export function deployEnvironment(
     nodesPendingRestart: management.nodesPendingRestart,
     ...downstream,
   };
+}
+
+/**
+ * Where the estate's resources are declared: at the top of the stack (the stack-config program,
+ * whose resource names existing state holds), or inside a component (infra/estate.ts
+ * `Rke2Estate`), whose children take its name as a prefix so two estates in one program differ.
+ */
+export interface DeclarationScope {
+  readonly parent?: pulumi.Resource;
+  /** Prepended to every resource name the estate declares; "" at the top of the stack. */
+  readonly namePrefix: string;
+}
+
+/** The stack-config program's scope: top-level resources under their own names. */
+export const STACK_SCOPE: DeclarationScope = { namePrefix: "" };
+
+/** A resource's name in a scope. */
+function nameIn(scope: DeclarationScope, name: string): string {
+  return `${scope.namePrefix}${name}`;
+}
+
+/** A resource's options in a scope: `opts` with the scope's parent, if it has one. */
+function optsIn<O extends pulumi.ResourceOptions>(scope: DeclarationScope, opts: O): O {
+  return scope.parent ? { ...opts, parent: scope.parent } : opts;
 }
 
 /** The secrets the steps pass on; one the stack lacks is an empty secret (previews run without). */
@@ -135,21 +160,26 @@ function withEmptySecrets(secrets: EnvironmentSecrets): StepSecrets {
 function declareLibvirtDnsRecords(
   model: EnvironmentModel,
   secrets: StepSecrets,
+  scope: DeclarationScope,
 ): LibvirtDnsRecords | undefined {
   if (!model.deploy.libvirtDnsRecords) return undefined;
   const { ssh } = model.libvirt;
   // Validation requires the KVM host where the stack manages its records (deploy-parts.ts).
   if (!ssh) throw new Error("deploy.libvirtDnsRecords is on, but the model has no libvirt.ssh");
-  return new LibvirtDnsRecords("libvirt-dns", {
-    ssh,
-    sshPrivateKey: secrets.sshPrivateKey,
-    network: model.libvirt.network,
-    subnet: model.libvirt.subnet,
-    rancherHostname: model.rancher?.hostname,
-    neutralizedSearchDomains: model.dns.neutralizedSearchDomains,
-    dhcpDomain: model.libvirt.dhcpDomain,
-    records: model.libvirt.dnsRecords,
-  });
+  return new LibvirtDnsRecords(
+    nameIn(scope, "libvirt-dns"),
+    {
+      ssh,
+      sshPrivateKey: secrets.sshPrivateKey,
+      network: model.libvirt.network,
+      subnet: model.libvirt.subnet,
+      rancherHostname: model.rancher?.hostname,
+      neutralizedSearchDomains: model.dns.neutralizedSearchDomains,
+      dhcpDomain: model.libvirt.dhcpDomain,
+      records: model.libvirt.dnsRecords,
+    },
+    optsIn(scope, {}),
+  );
 }
 
 /** What step 2 leaves for the later steps; empty when the stack does not prepare nodes. */
@@ -167,21 +197,29 @@ function preparationOf(prepared: PreparedNodes, node: string): pulumi.Resource[]
 }
 
 /** Step 2: every node's preparation, then the server ports preflight between the servers. */
-function prepareNodes(model: EnvironmentModel, secrets: StepSecrets): PreparedNodes {
+function prepareNodes(
+  model: EnvironmentModel,
+  secrets: StepSecrets,
+  scope: DeclarationScope,
+): PreparedNodes {
   const { sshPrivateKey } = secrets;
   const byNode = new Map<string, NodePreparation>();
   if (!model.deploy.nodePreparation) return { byNode, portsPreflights: [] };
   const clusters = [model.management, ...(model.rancher?.downstreamClusters ?? [])];
   for (const node of model.nodes) {
     const cluster = clusters.find((c) => c.name === node.cluster) ?? model.management;
-    const preparation = new NodePreparation(`prepare-${node.name}`, {
-      node,
-      sshPrivateKey,
-      unmanagedDevices: model.nodePreparation.unmanagedDevices,
-      bringUpKubeIpvs: model.nodePreparation.bringUpKubeIpvs,
-      cni: cluster.cni,
-      kubeProxyMode: cluster.kubeProxyMode,
-    });
+    const preparation = new NodePreparation(
+      nameIn(scope, `prepare-${node.name}`),
+      {
+        node,
+        sshPrivateKey,
+        unmanagedDevices: model.nodePreparation.unmanagedDevices,
+        bringUpKubeIpvs: model.nodePreparation.bringUpKubeIpvs,
+        cni: cluster.cni,
+        kubeProxyMode: cluster.kubeProxyMode,
+      },
+      optsIn(scope, {}),
+    );
     byNode.set(node.name, preparation);
   }
   // Live-state preflight: every server reaches every other one on the RKE2 ports.
@@ -190,9 +228,9 @@ function prepareNodes(model: EnvironmentModel, secrets: StepSecrets): PreparedNo
   const portsPreflights = (servers.length > 1 ? servers : []).map(
     (server) =>
       new ServerPortsPreflight(
-        `preflight-${server.name}`,
+        nameIn(scope, `preflight-${server.name}`),
         { server, peers: servers.filter((p) => p !== server), sshPrivateKey },
-        { dependsOn: serverPreparations },
+        optsIn(scope, { dependsOn: serverPreparations }),
       ),
   );
   return { byNode, portsPreflights };
@@ -207,6 +245,7 @@ function deliverManagementClusterDns(
   model: EnvironmentModel,
   secrets: StepSecrets,
   prepared: PreparedNodes,
+  scope: DeclarationScope,
 ): pulumi.Resource[] {
   const [firstServer] = serversOf(model);
   if (!model.deploy.clusterDns || !firstServer) return [];
@@ -216,21 +255,23 @@ function deliverManagementClusterDns(
     model.management.dnsDelivery === "helmChartConfig"
       ? {
           kind: "helmChartConfig",
-          provider: new k8s.Provider("management-cluster", {
-            kubeconfig: secrets.kubeconfig,
-          }),
+          provider: new k8s.Provider(
+            nameIn(scope, "management-cluster"),
+            { kubeconfig: secrets.kubeconfig },
+            optsIn(scope, {}),
+          ),
           kubeconfig: secrets.kubeconfig ?? "",
         }
       : { kind: "serverManifest", server: firstServer, sshPrivateKey };
   const fix = new ClusterDns(
-    `dns-${model.management.name}`,
+    nameIn(scope, `dns-${model.management.name}`),
     { cluster: model.management, dns: model.dns, delivery },
-    { dependsOn: afterPreparation },
+    optsIn(scope, { dependsOn: afterPreparation }),
   );
   new UpstreamResolverPreflight(
-    "upstream-resolvers",
+    nameIn(scope, "upstream-resolvers"),
     { node: firstServer, sshPrivateKey, upstreams: model.dns.upstreamResolvers },
-    { dependsOn: afterPreparation },
+    optsIn(scope, { dependsOn: afterPreparation }),
   );
   return delivery.kind === "serverManifest" ? [fix] : [];
 }
@@ -247,6 +288,7 @@ function joinManagementCluster(
   secrets: StepSecrets,
   prepared: PreparedNodes,
   beforeFirstStart: readonly pulumi.Resource[],
+  scope: DeclarationScope,
 ): {
   ready: pulumi.Resource[];
   nodesPendingRestart: pulumi.Output<string[]>;
@@ -267,19 +309,23 @@ function joinManagementCluster(
       ],
     ]),
   );
-  const management = new Rke2Cluster(model.management.name, {
-    cluster: model.management,
-    servers,
-    agents: managementNodes.filter((n) => n.roles.includes("agent")),
-    token: secrets.rke2Token,
-    sshPrivateKey: secrets.sshPrivateKey,
-    kubeletArgs: dnsKubeletArgs(model.dns, model.management),
-    installCommand: model.management.installCommand,
-    gateTimeoutSeconds: model.management.joinGate.timeoutSeconds,
-    gatePollSeconds: model.management.joinGate.pollSeconds,
-    serverJoin: model.management.serverJoin,
-    prerequisites,
-  });
+  const management = new Rke2Cluster(
+    nameIn(scope, model.management.name),
+    {
+      cluster: model.management,
+      servers,
+      agents: managementNodes.filter((n) => n.roles.includes("agent")),
+      token: secrets.rke2Token,
+      sshPrivateKey: secrets.sshPrivateKey,
+      kubeletArgs: dnsKubeletArgs(model.dns, model.management),
+      installCommand: model.management.installCommand,
+      gateTimeoutSeconds: model.management.joinGate.timeoutSeconds,
+      gatePollSeconds: model.management.joinGate.pollSeconds,
+      serverJoin: model.management.serverJoin,
+      prerequisites,
+    },
+    optsIn(scope, {}),
+  );
   return {
     ready: management.gates.slice(-1),
     nodesPendingRestart: management.nodesPendingRestart,
@@ -305,6 +351,7 @@ function deployDownstreamClusters(
   secrets: StepSecrets,
   prepared: PreparedNodes,
   rancherReady: pulumi.Resource[],
+  scope: DeclarationScope,
 ): Pick<EnvironmentOutputs, "downstreamChartValues" | "downstreamClusters"> {
   const outputs: Pick<EnvironmentOutputs, "downstreamChartValues" | "downstreamClusters"> = {
     downstreamChartValues: {},
@@ -314,18 +361,18 @@ function deployDownstreamClusters(
   if (!rancher || !(model.deploy.clusterDns || model.deploy.rancherClusters)) return outputs;
   const registrar = model.deploy.rancherClusters ? rancherEndpoint(rancher) : undefined;
   const provider = registrar
-    ? new rancher2.Provider("rancher", {
-        apiUrl: registrar.url,
-        tokenKey: secrets.rancherToken,
-        caCerts: rancher.caCertificate,
-      })
+    ? new rancher2.Provider(
+        nameIn(scope, "rancher"),
+        { apiUrl: registrar.url, tokenKey: secrets.rancherToken, caCerts: rancher.caCertificate },
+        optsIn(scope, {}),
+      )
     : undefined;
   for (const cluster of rancher.downstreamClusters) {
-    const dns = new ClusterDns(`dns-${cluster.name}`, {
-      cluster,
-      dns: model.dns,
-      delivery: { kind: "rancherChartValues" },
-    });
+    const dns = new ClusterDns(
+      nameIn(scope, `dns-${cluster.name}`),
+      { cluster, dns: model.dns, delivery: { kind: "rancherChartValues" } },
+      optsIn(scope, {}),
+    );
     outputs.downstreamChartValues[cluster.name] = dns.chartValues;
     if (!provider || !registrar) continue;
     const nodes = nodesOfCluster(model, cluster.name);
@@ -334,23 +381,27 @@ function deployDownstreamClusters(
     const podNameserver =
       kubeletArgs.find((a) => a.startsWith("cluster-dns="))?.slice("cluster-dns=".length) ??
       cluster.clusterDnsIp;
-    const downstream = new RancherDownstreamCluster(`rancher-${cluster.name}`, {
-      cluster,
-      nodes,
-      chartValues: dns.chartValues,
-      kubeletArgs,
-      caCertificate: rancher.caCertificate,
-      rancherHost: registrar.hostname,
-      rancherUrl: registrar.url,
-      apiToken: secrets.rancherToken,
-      podNameserver,
-      provider,
-      rancherReady,
-      sshPrivateKey: secrets.sshPrivateKey,
-      prerequisites: new Map(
-        nodes.map((n) => [n.name, [...preparationOf(prepared, n.name), ...rancherReady]]),
-      ),
-    });
+    const downstream = new RancherDownstreamCluster(
+      nameIn(scope, `rancher-${cluster.name}`),
+      {
+        cluster,
+        nodes,
+        chartValues: dns.chartValues,
+        kubeletArgs,
+        caCertificate: rancher.caCertificate,
+        rancherHost: registrar.hostname,
+        rancherUrl: registrar.url,
+        apiToken: secrets.rancherToken,
+        podNameserver,
+        provider,
+        rancherReady,
+        sshPrivateKey: secrets.sshPrivateKey,
+        prerequisites: new Map(
+          nodes.map((n) => [n.name, [...preparationOf(prepared, n.name), ...rancherReady]]),
+        ),
+      },
+      optsIn(scope, {}),
+    );
     outputs.downstreamClusters[cluster.name] = {
       id: downstream.clusterId,
       kubeconfig: downstream.kubeconfig,

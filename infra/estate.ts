@@ -1,0 +1,104 @@
+/**
+ * The estate as one component, for Pulumi programs of their own that import this package
+ * (`import { Rke2Estate } from "rke2-remediation"`). It takes the settings a stack file gives
+ * (the keys of stacks/stack-config.schema.json, without the `rke2-remediation:` prefix), checks
+ * and completes them with the very functions the stack-config program uses (./config/validate.ts:
+ * the same defaults, the same messages naming the key), and declares the same resources in the
+ * same order (./program.ts), as its children.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { SECRET_KEYS, SecretKey } from "../components/model";
+import { ManagementStackOutputs } from "./config/management-stack";
+import { ConfigValidationError } from "./config/problems";
+import { configWarnings, validateEnvironment } from "./config/validate";
+import { deployEnvironment, EnvironmentOutputs } from "./program";
+
+/**
+ * An estate's settings: a stack file's `rke2-remediation:` keys as plain values, e.g.
+ * `{ nodes: [{ name, ip, role: "server", ssh: { hostKey } }], rke2: { version }, dns: {...} }`.
+ * docs/configuration.md lists every key with its default.
+ */
+export type EstateSettings = Readonly<Record<string, unknown>>;
+
+export interface Rke2EstateArgs {
+  /** The estate's settings; the secrets below are not among them. */
+  readonly settings: EstateSettings;
+  /**
+   * The SSH private key for every host, as a secret. The host steps' provider reads the key
+   * from the stack's own config key `sshPrivateKey` (in the program's project namespace) when it
+   * connects, so set that secret and pass it here: `config.requireSecret("sshPrivateKey")`.
+   */
+  readonly sshPrivateKey: pulumi.Input<string>;
+  /** The RKE2 join token; required when the settings list a management server. */
+  readonly rke2Token?: pulumi.Input<string>;
+  /** Rancher's API token; required when the settings declare downstream clusters. */
+  readonly rancherToken?: pulumi.Input<string>;
+  /** The management cluster's kubeconfig; required with `rke2.dnsDelivery: helmChartConfig`. */
+  readonly kubeconfig?: pulumi.Input<string>;
+  /**
+   * The management stack's `rancher` output, when the settings name a `managementStack`
+   * (read it with a `pulumi.StackReference`).
+   */
+  readonly managementOutputs?: ManagementStackOutputs;
+}
+
+/**
+ * A Rancher + RKE2 estate on KVM/libvirt: the libvirt DNS records, prepared nodes, RKE2 servers
+ * joined one at a time, the cluster DNS fix and Rancher downstream clusters, each part as the
+ * settings' `deploy` switches select it. Its children's names start with the estate's name.
+ * Settings that do not validate fail before anything is declared, with every problem named by
+ * its key.
+ */
+export class Rke2Estate extends pulumi.ComponentResource {
+  /** Per prepared node: true once its firewall services are disabled and REJECT rules gone. */
+  public readonly preparedNodes: Record<string, pulumi.Output<boolean>>;
+  /** Nodes to reboot by hand: their NetworkManager drop-in changed while RKE2 was installed. */
+  public readonly nodesRequiringReboot: pulumi.Output<string[]>;
+  /** Management nodes the next `pulumi up` restarts, servers one at a time. */
+  public readonly nodesPendingRestart: pulumi.Output<string[]>;
+  /** Every output the stack-config program exports, as the README's table lists them. */
+  public readonly outputs: EnvironmentOutputs;
+
+  constructor(name: string, args: Rke2EstateArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("rke2remediation:estate:Rke2Estate", name, {}, opts);
+    const inSettings = SECRET_KEYS.filter((key) => args.settings[key] !== undefined);
+    if (inSettings.length > 0) {
+      throw new pulumi.ResourceError(
+        `${name}: settings.${inSettings.join(", settings.")} would be kept in plain text; pass ` +
+          `${inSettings.length > 1 ? "them as the arguments of the same names" : "it as the argument of the same name"}, a secret.`,
+        this,
+      );
+    }
+    const secrets = estateSecrets(args);
+    const raw = { values: args.settings, secretKeys: new Set(Object.keys(secrets)) };
+    const { model, problems } = validateEnvironment(name, raw, {
+      requireSecrets: true,
+      managementOutputs: args.managementOutputs,
+    });
+    if (!model) {
+      throw new pulumi.ResourceError(new ConfigValidationError(name, problems).message, this);
+    }
+    for (const warning of configWarnings(model, raw)) {
+      void pulumi.log.warn(`${warning.key}: ${warning.message}`, this);
+    }
+    this.outputs = deployEnvironment(model, secrets, { parent: this, namePrefix: `${name}-` });
+    this.preparedNodes = this.outputs.preparedNodes;
+    this.nodesRequiringReboot = this.outputs.nodesRequiringReboot;
+    this.nodesPendingRestart = this.outputs.nodesPendingRestart;
+    this.registerOutputs({
+      preparedNodes: this.preparedNodes,
+      nodesRequiringReboot: this.nodesRequiringReboot,
+      nodesPendingRestart: this.nodesPendingRestart,
+    });
+  }
+}
+
+/** The secrets given, as Pulumi secrets, by their stack config key. */
+function estateSecrets(args: Rke2EstateArgs): Partial<Record<SecretKey, pulumi.Output<string>>> {
+  const secrets: Partial<Record<SecretKey, pulumi.Output<string>>> = {};
+  for (const key of SECRET_KEYS) {
+    const value = args[key];
+    if (value !== undefined) secrets[key] = pulumi.secret(value);
+  }
+  return secrets;
+}

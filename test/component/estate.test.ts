@@ -1,0 +1,101 @@
+/**
+ * Rke2Estate, the package's component for programs of their own: the same validation and the
+ * same resources as the stack-config program, declared as its children.
+ */
+import * as assert from "assert/strict";
+import * as pulumi from "@pulumi/pulumi";
+import { Rke2Estate } from "../../infra/estate";
+import { deployEnvironment } from "../../infra/program";
+import { recordProgram } from "../../infra/mock-runtime";
+import type { RecordedResource } from "../../components/model";
+import { labModel, labRawConfig } from "../support/lab-stack";
+import { TEST_SECRETS } from "../support/program";
+
+const ESTATE_TYPE = "rke2remediation:estate:Rke2Estate";
+
+function estate(settings: Record<string, unknown>, name = "lab"): Promise<RecordedResource[]> {
+  return recordProgram("one-server", "test", () => {
+    new Rke2Estate(name, {
+      settings,
+      sshPrivateKey: TEST_SECRETS.sshPrivateKey!,
+      rke2Token: TEST_SECRETS.rke2Token,
+    });
+  });
+}
+
+/** The error a program's registration ends with, as the engine would report it. */
+async function refusal(settings: Record<string, unknown>): Promise<string> {
+  try {
+    await estate(settings);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  assert.fail("the estate was declared");
+}
+
+describe("Rke2Estate", () => {
+  it("declares the stack-config program's resources, each under the estate's name", async () => {
+    const program = await recordProgram("rke2-remediation", "lab", () => {
+      deployEnvironment(labModel(), TEST_SECRETS);
+    });
+    const component = await estate(labRawConfig().values, "lab");
+    const estateResource = component.find((r) => r.type === ESTATE_TYPE);
+    assert.ok(estateResource, "the estate registers itself");
+    const declared = component.filter((r) => r !== estateResource);
+    assert.deepEqual(
+      declared.map((r) => `${r.type} ${r.name}`).sort(),
+      program.map((r) => `${r.type} lab-${r.name}`).sort(),
+    );
+    // What the program declares at the top of the stack is the estate's child.
+    const topLevel = new Set(program.filter((r) => r.parent === "").map((r) => `lab-${r.name}`));
+    for (const r of declared.filter((d) => topLevel.has(d.name))) {
+      assert.equal(r.parent, estateResource.urn, `${r.name}'s parent`);
+    }
+    // The same inputs (no key, script references, rendered configs) for each resource.
+    const inputsOf = (rs: RecordedResource[], prefix: string) =>
+      new Map(rs.map((r) => [`${r.type} ${prefix}${r.name}`, r.inputs]));
+    const expected = inputsOf(program, "lab-");
+    for (const [key, inputs] of inputsOf(declared, "")) {
+      assert.deepEqual(
+        Object.keys(inputs).sort(),
+        Object.keys(expected.get(key) ?? {}).sort(),
+        key,
+      );
+    }
+  });
+
+  it("refuses settings that do not validate, naming every key as the stack-config program does", async () => {
+    const settings = labRawConfig().values as { nodes: { ip: string }[]; rke2: object };
+    settings.nodes[1].ip = "192.168.122.300";
+    settings.rke2 = { ...settings.rke2, cni: "weave" };
+    const message = await refusal(settings);
+    assert.match(message, /stack "lab" has 2 config problem\(s\)/);
+    assert.match(message, /rke2-remediation:nodes\[1\]\.ip: /);
+    assert.match(message, /rke2-remediation:rke2\.cni: /);
+  });
+
+  it("requires the join token where the settings list a management server", async () => {
+    const message = await (async () => {
+      try {
+        await recordProgram("one-server", "test", () => {
+          new Rke2Estate("lab", {
+            settings: labRawConfig().values,
+            sshPrivateKey: pulumi.secret("key"),
+          });
+        });
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return "";
+    })();
+    assert.match(message, /rke2-remediation:rke2Token: is not set/);
+  });
+
+  it("refuses a secret written among the settings, where it would sit in plain text", async () => {
+    const message = await refusal({ ...labRawConfig().values, rke2Token: "K10-plain" });
+    assert.match(
+      message,
+      /settings\.rke2Token would be kept in plain text; pass it as the argument of the same name, a secret/,
+    );
+  });
+});
