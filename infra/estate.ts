@@ -10,7 +10,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { SECRET_KEYS, SecretKey } from "../components/model";
 import { ManagementStackOutputs } from "./config/management-stack";
 import { ConfigValidationError } from "./config/problems";
-import { configWarnings, validateEnvironment } from "./config/validate";
+import { CONFIG_NAMESPACE, configWarnings, validateEnvironment } from "./config/validate";
 import { deployEnvironment, EnvironmentOutputs } from "./program";
 
 /**
@@ -76,7 +76,14 @@ export class Rke2Estate extends pulumi.ComponentResource {
       managementOutputs: args.managementOutputs,
     });
     if (!model) {
-      throw new pulumi.ResourceError(new ConfigValidationError(name, problems).message, this);
+      const asArguments = problems.map((p) => {
+        // The validator tells a stack to `pulumi config set --secret`; here it is an argument.
+        const key = SECRET_KEYS.find((k) => p.key === `${CONFIG_NAMESPACE}:${k}`);
+        return key === undefined
+          ? p
+          : { ...p, message: `is needed by these settings; pass ${key} to Rke2Estate, a secret.` };
+      });
+      throw new pulumi.ResourceError(new ConfigValidationError(name, asArguments).message, this);
     }
     for (const warning of configWarnings(model, raw)) {
       void pulumi.log.warn(`${warning.key}: ${warning.message}`, this);

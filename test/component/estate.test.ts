@@ -88,7 +88,10 @@ describe("Rke2Estate", () => {
       }
       return "";
     })();
-    assert.match(message, /rke2-remediation:rke2Token: is not set/);
+    assert.match(
+      message,
+      /rke2-remediation:rke2Token: is needed by these settings; pass rke2Token to Rke2Estate, a secret\./,
+    );
   });
 
   it("refuses a secret written among the settings, where it would sit in plain text", async () => {

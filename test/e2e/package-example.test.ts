@@ -1,0 +1,113 @@
+/**
+ * The package as another Pulumi program uses it: `npm pack` of this repository, installed into a
+ * copy of examples/one-server outside it, type-checked against the declaration files and
+ * previewed with the real CLI against a lab node (examples/one-server/README.md's steps).
+ */
+import * as assert from "assert/strict";
+import { spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { pulumiIn } from "./cli";
+import { hostKeyIn, LAB_DIR, operatorKey, REPO } from "../real/lab";
+import { NODE_PREPARATION, UPSTREAM_PREFLIGHT, REMOTE_FILE } from "../../components/model";
+
+const STACK = "lab";
+
+function npm(cwd: string, ...args: string[]): string {
+  const r = spawnSync("npm", args, { cwd, encoding: "utf8", timeout: 300000 });
+  assert.equal(r.status, 0, `npm ${args.join(" ")}:\n${r.stdout}${r.stderr}`);
+  return r.stdout;
+}
+
+describe("examples/one-server, a program of its own that installs the package from npm pack", function () {
+  this.timeout(600000);
+  let work: string;
+  let program: string;
+
+  before(() => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-package-"));
+    program = path.join(work, "one-server");
+    fs.cpSync(path.join(REPO, "examples", "one-server"), program, { recursive: true });
+    // npm pack builds first (prepack) and prints the tarball's name last.
+    const tarball = npm(REPO, "pack", "--pack-destination", work).trim().split("\n").pop()!;
+    // From npm's cache: the operator namespace has no route out.
+    npm(program, "install", "--offline", "--no-audit", "--no-fund", path.join(work, tarball));
+  });
+
+  after(() => {
+    pulumiIn(program, STACK, ["stack", "rm", "--yes", "--force"]);
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it("gets the compiled package, its declaration files and the host scripts, and nothing of the tests", () => {
+    const installed = path.join(program, "node_modules", "rke2-remediation");
+    for (const file of [
+      "bin/infra/library.js",
+      "bin/infra/library.d.ts",
+      "bin/components/index.d.ts",
+      "components/node-preparation/prepare-node.sh",
+    ]) {
+      assert.ok(fs.existsSync(path.join(installed, file)), file);
+    }
+    assert.equal(fs.existsSync(path.join(installed, "bin", "test")), false);
+    assert.equal(fs.existsSync(path.join(installed, "infra", "estate.ts")), false);
+  });
+
+  it("type-checks against the package's declaration files", () => {
+    const r = spawnSync(path.join(program, "node_modules", ".bin", "tsc"), ["-p", program], {
+      encoding: "utf8",
+    });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+  });
+
+  it("previews a lab server's preparation and DNS fix through the package's own providers", () => {
+    const run = (args: string[], input?: string) => {
+      const r = pulumiIn(program, STACK, args, input);
+      assert.equal(r.status, 0, `pulumi ${args.join(" ")}:\n${r.out}`);
+      return r.out;
+    };
+    spawnSync("pulumi", ["stack", "init", STACK, "--non-interactive"], {
+      cwd: program,
+      encoding: "utf8",
+    });
+    const server = {
+      name: "sza122020.local",
+      ip: "192.168.122.20",
+      hostKey: hostKeyIn(path.join(LAB_DIR, "nodes", "n20", "ssh")),
+    };
+    run(["config", "set", "server", JSON.stringify(server)]);
+    run(["config", "set", "--path", "upstreamResolvers[0]", "192.168.122.1"]);
+    run(["config", "set", "--secret", "sshPrivateKey"], operatorKey());
+    const out = run(["preview", "--json"]);
+    const plan = JSON.parse(out.slice(out.indexOf("{"), out.lastIndexOf("}") + 1)) as {
+      steps: { op: string; urn: string }[];
+    };
+    const planned = plan.steps.map((s) => `${s.op} ${s.urn.split("::").slice(-2).join("::")}`);
+    const created = (type: string, name: string) =>
+      planned.some((p) => p === `create ${type}::${name}`);
+    assert.ok(
+      planned.some((p) => p === "create rke2remediation:estate:Rke2Estate::one-server"),
+      planned.join("\n"),
+    );
+    // Each host step's provider loads from the installed package: the engine checks every
+    // planned resource with it in the preview.
+    assert.ok(
+      created(NODE_PREPARATION.token, "one-server-prepare-sza122020.local-host"),
+      planned.join("\n"),
+    );
+    assert.ok(
+      created(UPSTREAM_PREFLIGHT.token, "one-server-upstream-resolvers-host"),
+      planned.join("\n"),
+    );
+    assert.ok(
+      planned.some((p) => p.startsWith(`create ${REMOTE_FILE.token}::one-server-dns-management`)),
+      planned.join("\n"),
+    );
+    assert.equal(
+      planned.filter((p) => !p.startsWith("create ")).length,
+      1,
+      `only the stack itself is not a create:\n${planned.join("\n")}`,
+    );
+  });
+});
