@@ -83,31 +83,31 @@ describe("examples/one-server, a program of its own that installs the package fr
     const plan = JSON.parse(out.slice(out.indexOf("{"), out.lastIndexOf("}") + 1)) as {
       steps: { op: string; urn: string }[];
     };
-    const planned = plan.steps.map((s) => `${s.op} ${s.urn.split("::").slice(-2).join("::")}`);
-    const created = (type: string, name: string) =>
-      planned.some((p) => p === `create ${type}::${name}`);
-    assert.ok(
-      planned.some((p) => p === "create rke2remediation:estate:Rke2Estate::one-server"),
-      planned.join("\n"),
-    );
+    // urn:pulumi:<stack>::<project>::<parent types $ ... $ type>::<name>
+    const planned = plan.steps.map((step) => {
+      const [, , types, name] = step.urn.split("::");
+      const chain = types.split("$");
+      return { op: step.op, chain, type: chain[chain.length - 1], name };
+    });
+    const listing = planned.map((p) => `${p.op} ${p.chain.join("$")}::${p.name}`).join("\n");
+    assert.deepEqual([...new Set(planned.map((p) => p.op))], ["create"], listing);
+    const find = (type: string, name: string) =>
+      planned.find((p) => p.type === type && p.name === name);
+    assert.ok(find("rke2remediation:estate:Rke2Estate", "one-server"), listing);
     // Each host step's provider loads from the installed package: the engine checks every
     // planned resource with it in the preview.
-    assert.ok(
-      created(NODE_PREPARATION.token, "one-server-prepare-sza122020.local-host"),
-      planned.join("\n"),
-    );
-    assert.ok(
-      created(UPSTREAM_PREFLIGHT.token, "one-server-upstream-resolvers-host"),
-      planned.join("\n"),
-    );
-    assert.ok(
-      planned.some((p) => p.startsWith(`create ${REMOTE_FILE.token}::one-server-dns-management`)),
-      planned.join("\n"),
-    );
-    assert.equal(
-      planned.filter((p) => !p.startsWith("create ")).length,
-      1,
-      `only the stack itself is not a create:\n${planned.join("\n")}`,
-    );
+    for (const [type, name] of [
+      [NODE_PREPARATION.token, "one-server-prepare-sza122020.local-host"],
+      [UPSTREAM_PREFLIGHT.token, "one-server-upstream-resolvers-check"],
+      [REMOTE_FILE.token, "one-server-dns-management-manifest-file"],
+    ]) {
+      const step = find(type, name);
+      assert.ok(step, `${type}::${name} planned\n${listing}`);
+      assert.equal(
+        step.chain[0],
+        "rke2remediation:estate:Rke2Estate",
+        `${name} sits in the estate`,
+      );
+    }
   });
 });
