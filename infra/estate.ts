@@ -8,8 +8,8 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { SECRET_KEYS, SecretKey } from "../components/model";
-import { ManagementStackOutputs } from "./config/management-stack";
-import { ConfigValidationError } from "./config/problems";
+import { MANAGEMENT_STACK_KEY, ManagementStackOutputs } from "./config/management-stack";
+import { ConfigProblem } from "./config/problems";
 import { CONFIG_NAMESPACE, configWarnings, validateEnvironment } from "./config/validate";
 import { deployEnvironment, EnvironmentOutputs } from "./program";
 
@@ -76,17 +76,10 @@ export class Rke2Estate extends pulumi.ComponentResource {
       managementOutputs: args.managementOutputs,
     });
     if (!model) {
-      const asArguments = problems.map((p) => {
-        // The validator tells a stack to `pulumi config set --secret`; here it is an argument.
-        const key = SECRET_KEYS.find((k) => p.key === `${CONFIG_NAMESPACE}:${k}`);
-        return key === undefined
-          ? p
-          : { ...p, message: `is needed by these settings; pass ${key} to Rke2Estate, a secret.` };
-      });
-      throw new pulumi.ResourceError(new ConfigValidationError(name, asArguments).message, this);
+      throw new pulumi.ResourceError(settingsError(name, problems, args), this);
     }
     for (const warning of configWarnings(model, raw)) {
-      void pulumi.log.warn(`${warning.key}: ${warning.message}`, this);
+      void pulumi.log.warn(`${settingsKey(warning.key)}: ${warning.message}`, this);
     }
     this.outputs = deployEnvironment(model, secrets, { parent: this, namePrefix: `${name}-` });
     this.preparedNodes = this.outputs.preparedNodes;
@@ -98,6 +91,42 @@ export class Rke2Estate extends pulumi.ComponentResource {
       nodesPendingRestart: this.nodesPendingRestart,
     });
   }
+}
+
+/** A stack config key (`rke2-remediation:nodes[1].ip`) as the settings' (`settings.nodes[1].ip`). */
+function settingsKey(key: string): string {
+  return key.startsWith(`${CONFIG_NAMESPACE}:`)
+    ? `settings.${key.slice(CONFIG_NAMESPACE.length + 1)}`
+    : key;
+}
+
+/**
+ * Every problem the validator found, keyed as the estate's arguments are. Where the validator
+ * tells a stack what to run (`pulumi config set --secret`, `--management-outputs`), the estate
+ * takes an argument instead.
+ */
+function settingsError(
+  name: string,
+  problems: readonly ConfigProblem[],
+  args: Rke2EstateArgs,
+): string {
+  const lines = problems.map((p) => {
+    const secret = SECRET_KEYS.find((k) => p.key === `${CONFIG_NAMESPACE}:${k}`);
+    if (secret !== undefined) {
+      return `  - ${secret}: is needed by these settings; pass it to Rke2Estate, a secret.`;
+    }
+    if (
+      p.key === `${CONFIG_NAMESPACE}:${MANAGEMENT_STACK_KEY}` &&
+      args.managementOutputs === undefined
+    ) {
+      return (
+        `  - settings.${MANAGEMENT_STACK_KEY}: names a management stack; pass its \`rancher\` output ` +
+        "as managementOutputs (read it with a pulumi.StackReference)."
+      );
+    }
+    return `  - ${settingsKey(p.key)}: ${p.message}`;
+  });
+  return `Rke2Estate "${name}" has ${problems.length} problem(s) in its arguments:\n${lines.join("\n")}`;
 }
 
 /** The secrets given, as Pulumi secrets, by their stack config key. */

@@ -8,7 +8,7 @@ import { Rke2Estate } from "../../infra/estate";
 import { deployEnvironment } from "../../infra/program";
 import { recordProgram } from "../../infra/mock-runtime";
 import type { RecordedResource } from "../../components/model";
-import { labModel, labRawConfig } from "../support/lab-stack";
+import { labManagementOutputs, labModel, labRawConfig, uat1RawConfig } from "../support/lab-stack";
 import { TEST_SECRETS } from "../support/program";
 
 const ESTATE_TYPE = "rke2remediation:estate:Rke2Estate";
@@ -69,9 +69,9 @@ describe("Rke2Estate", () => {
     settings.nodes[1].ip = "192.168.122.300";
     settings.rke2 = { ...settings.rke2, cni: "weave" };
     const message = await refusal(settings);
-    assert.match(message, /stack "lab" has 2 config problem\(s\)/);
-    assert.match(message, /rke2-remediation:nodes\[1\]\.ip: /);
-    assert.match(message, /rke2-remediation:rke2\.cni: /);
+    assert.match(message, /Rke2Estate "lab" has 2 problem\(s\) in its arguments/);
+    assert.match(message, /  - settings\.nodes\[1\]\.ip: "192\.168\.122\.300" /);
+    assert.match(message, /  - settings\.rke2\.cni: /);
   });
 
   it("requires the join token where the settings list a management server", async () => {
@@ -90,7 +90,7 @@ describe("Rke2Estate", () => {
     })();
     assert.match(
       message,
-      /rke2-remediation:rke2Token: is needed by these settings; pass rke2Token to Rke2Estate, a secret\./,
+      /  - rke2Token: is needed by these settings; pass it to Rke2Estate, a secret\./,
     );
   });
 
@@ -100,5 +100,25 @@ describe("Rke2Estate", () => {
       message,
       /settings\.rke2Token would be kept in plain text; pass it as the argument of the same name, a secret/,
     );
+  });
+
+  it("takes a downstream estate's Rancher values from the management stack's outputs it is given", async () => {
+    const declare = (withOutputs: boolean) =>
+      recordProgram("one-server", "test", () => {
+        new Rke2Estate("uat1", {
+          settings: uat1RawConfig().values,
+          sshPrivateKey: pulumi.secret("key"),
+          rancherToken: pulumi.secret("token-uat1:secret"),
+          ...(withOutputs ? { managementOutputs: labManagementOutputs() } : {}),
+        });
+      });
+    await assert.rejects(
+      declare(false),
+      /  - settings\.managementStack: names a management stack; pass its `rancher` output as managementOutputs/,
+    );
+    const resources = await declare(true);
+    const provider = resources.find((r) => r.type === "pulumi:providers:rancher2");
+    assert.equal(provider?.name, "uat1-rancher");
+    assert.equal(provider?.inputs.apiUrl, "https://ai-ear.cn");
   });
 });
