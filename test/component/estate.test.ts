@@ -70,8 +70,8 @@ describe("Rke2Estate", () => {
     settings.rke2 = { ...settings.rke2, cni: "weave" };
     const message = await refusal(settings);
     assert.match(message, /Rke2Estate "lab" has 2 problem\(s\) in its arguments/);
-    assert.match(message, /  - settings\.nodes\[1\]\.ip: "192\.168\.122\.300" /);
-    assert.match(message, /  - settings\.rke2\.cni: /);
+    assert.match(message, / {2}- settings\.nodes\[1\]\.ip: "192\.168\.122\.300" /);
+    assert.match(message, / {2}- settings\.rke2\.cni: /);
   });
 
   it("requires the join token where the settings list a management server", async () => {
@@ -90,7 +90,7 @@ describe("Rke2Estate", () => {
     })();
     assert.match(
       message,
-      /  - rke2Token: is needed by these settings; pass it to Rke2Estate, a secret\./,
+      / {2}- rke2Token: is needed by these settings; pass it to Rke2Estate, a secret\./,
     );
   });
 
@@ -114,7 +114,7 @@ describe("Rke2Estate", () => {
       });
     await assert.rejects(
       declare(false),
-      /  - settings\.managementStack: names a management stack; pass its `rancher` output as managementOutputs/,
+      / {2}- settings\.managementStack: names a management stack; pass its `rancher` output as managementOutputs/,
     );
     const resources = await declare(true);
     const provider = resources.find((r) => r.type === "pulumi:providers:rancher2");
