@@ -14,6 +14,11 @@ export const MANAGEMENT_CLUSTER = "management";
 export type Cni = "calico" | "canal" | "cilium" | "flannel";
 export type KubeProxyMode = "ipvs" | "iptables";
 
+/** A cluster's CNI when its settings name none. */
+export const DEFAULT_CNI: Cni = "calico";
+/** kube-proxy's mode when a cluster's settings name none: iptables, kube-proxy's own default. */
+export const DEFAULT_KUBE_PROXY_MODE: KubeProxyMode = "iptables";
+
 /** An SSH endpoint whose host key is pinned: connections to any other key are refused. */
 export interface SshEndpoint {
   readonly host: string;

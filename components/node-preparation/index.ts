@@ -1,10 +1,18 @@
 import * as pulumi from "@pulumi/pulumi";
-import { Cni, KubeProxyMode, NODE_PREPARATION, NodeSpec } from "../model";
+import {
+  Cni,
+  DEFAULT_CNI,
+  DEFAULT_KUBE_PROXY_MODE,
+  DEFAULT_UNMANAGED_DEVICES,
+  KubeProxyMode,
+  NODE_PREPARATION,
+  NodeSpec,
+} from "../model";
 import { scriptRef } from "../assets";
 import { HostStepResource } from "../ssh/host-step-resource";
-import { renderUnmanagedDevicesConfig } from "./render";
+import { renderUnmanagedDevicesConfig, unmanagedDevicesProblems } from "./render";
 
-export { renderUnmanagedDevicesConfig, parseNodeFacts } from "./render";
+export { renderUnmanagedDevicesConfig, parseNodeFacts, unmanagedDevicesProblems } from "./render";
 export {
   ServerPortsPreflight,
   RKE2_SERVER_PORTS,
@@ -22,16 +30,22 @@ export function nodesRequiringReboot(
 export interface NodePreparationArgs {
   /** The node, with its SSH endpoint and pinned host key. */
   readonly node: NodeSpec;
-  /** Private key for the SSH user; a Pulumi secret. */
+  /**
+   * Private key for the SSH user; a Pulumi secret. The provider connects with the stack's
+   * `sshPrivateKey` config secret, which must be this key.
+   */
   readonly sshPrivateKey: pulumi.Input<string>;
-  /** NetworkManager `unmanaged-devices` patterns; must include kube-ipvs0. */
-  readonly unmanagedDevices: readonly string[];
+  /**
+   * NetworkManager `unmanaged-devices` interface-name patterns; must include kube-ipvs0.
+   * Default: DEFAULT_UNMANAGED_DEVICES (kube-ipvs0 and the Calico, flannel and WireGuard devices).
+   */
+  readonly unmanagedDevices?: readonly string[];
   /** Set kube-ipvs0 up. Default false: kube-proxy keeps it DOWN by design. */
   readonly bringUpKubeIpvs?: boolean;
-  /** The CNI of the node's cluster; recorded so policies can check the unmanaged list. */
-  readonly cni: Cni;
-  /** kube-proxy mode of the node's cluster; recorded for the same reason. */
-  readonly kubeProxyMode: KubeProxyMode;
+  /** The CNI of the node's cluster, recorded so policies can check the unmanaged list. Default calico. */
+  readonly cni?: Cni;
+  /** kube-proxy mode of the node's cluster, recorded for the same reason. Default iptables. */
+  readonly kubeProxyMode?: KubeProxyMode;
 }
 
 /** The dynamic resource behind the component; its outputs are the provider's state. */
@@ -69,11 +83,13 @@ export class NodePreparation extends pulumi.ComponentResource {
   constructor(name: string, args: NodePreparationArgs, opts?: pulumi.ComponentResourceOptions) {
     super("rke2remediation:node:Preparation", name, {}, opts);
     const { node } = args;
-    if (!args.unmanagedDevices.includes("kube-ipvs0")) {
-      throw new pulumi.ResourceError(
-        `node ${node.name}: unmanagedDevices must include kube-ipvs0.`,
-        this,
-      );
+    // The same defaults and checks as the stack config's nodePreparation and cluster keys.
+    const unmanagedDevices = args.unmanagedDevices ?? DEFAULT_UNMANAGED_DEVICES;
+    const problems = unmanagedDevicesProblems(unmanagedDevices).map(
+      (p) => `unmanagedDevices${p.index === undefined ? "" : `[${p.index}]`} ${p.message}`,
+    );
+    if (problems.length > 0) {
+      throw new pulumi.ResourceError(`node ${node.name}: ${problems.join(" ")}`, this);
     }
     const resource = new NodePreparationResource(
       "nodePreparation",
@@ -91,13 +107,13 @@ export class NodePreparation extends pulumi.ComponentResource {
         nodeIp: node.ip,
         cluster: node.cluster,
         roles: [...node.roles],
-        cni: args.cni,
-        kubeProxyMode: args.kubeProxyMode,
+        cni: args.cni ?? DEFAULT_CNI,
+        kubeProxyMode: args.kubeProxyMode ?? DEFAULT_KUBE_PROXY_MODE,
         bringUpKubeIpvs: args.bringUpKubeIpvs ?? false,
         firewallServicesDisabled: true,
         nmCloudSetupDisabled: true,
         rejectRulesAbsent: true,
-        networkManagerConfig: renderUnmanagedDevicesConfig(args.unmanagedDevices),
+        networkManagerConfig: renderUnmanagedDevicesConfig(unmanagedDevices),
         kubeIpvs0: undefined,
         firewalldRunning: undefined,
         rebootRequired: undefined,

@@ -1,3 +1,27 @@
+/**
+ * What is wrong with an unmanaged-devices list, each problem with the index of its entry (or
+ * undefined for the list as a whole); empty when it is fit. The stack config's validator and
+ * NodePreparation both check a list with it.
+ */
+export function unmanagedDevicesProblems(
+  devices: readonly string[],
+): { readonly index?: number; readonly message: string }[] {
+  const problems: { index?: number; message: string }[] = [];
+  devices.forEach((d, index) => {
+    // An interface name is at most 15 characters (IFNAMSIZ less its terminator).
+    if (!/^[A-Za-z0-9._*-]{1,15}$/.test(d)) {
+      problems.push({ index, message: `"${d}" is not an interface name pattern.` });
+    }
+  });
+  if (!devices.includes("kube-ipvs0")) {
+    problems.push({
+      message:
+        "must include kube-ipvs0; NetworkManager managing it is what took ClusterIPs down in seed 003.",
+    });
+  }
+  return problems;
+}
+
 /** NetworkManager keyfile config that keeps kube-ipvs0 and the CNI's devices unmanaged (seed 003). */
 export function renderUnmanagedDevicesConfig(devices: readonly string[]): string {
   return [

@@ -1,6 +1,8 @@
 import {
   ClusterSettings,
   Cni,
+  DEFAULT_CNI,
+  DEFAULT_KUBE_PROXY_MODE,
   DEFAULT_UNMANAGED_DEVICES,
   DeploySelection,
   DnsPolicyNamespace,
@@ -63,6 +65,7 @@ import {
 import { releaseDnsProblem } from "../../components/cluster-dns/values";
 import { systemNamespaceOwner } from "../../components/cluster-dns/egress-isolation";
 import { missingRoles, registrationPlan } from "../../components/rancher-cluster/registration";
+import { unmanagedDevicesProblems } from "../../components/node-preparation/render";
 import {
   ARG_LIST_FLAGS_MANAGED,
   argFlag,
@@ -439,12 +442,17 @@ function readClusterSettings(
     ...passThrough("agentConfig"),
     name,
     version: version ?? "",
-    cni: r.oneOf(o.cni, `${path}.cni`, CNIS, "calico"),
+    cni: r.oneOf(o.cni, `${path}.cni`, CNIS, DEFAULT_CNI),
     clusterCidr: clusterCidr?.text ?? defaults.clusterCidr,
     serviceCidr: serviceCidr?.text ?? defaults.serviceCidr,
     clusterDnsIp: nthAddress(serviceCidr ?? parseCidr(defaults.serviceCidr)!, 10),
     clusterDomain: clusterDomain ?? "cluster.local",
-    kubeProxyMode: r.oneOf(o.kubeProxyMode, `${path}.kubeProxyMode`, PROXY_MODES, "iptables"),
+    kubeProxyMode: r.oneOf(
+      o.kubeProxyMode,
+      `${path}.kubeProxyMode`,
+      PROXY_MODES,
+      DEFAULT_KUBE_PROXY_MODE,
+    ),
     tlsSan,
     registrationAddress,
     privateRegistry,
@@ -872,19 +880,9 @@ function readPolicyNamespaces(r: ConfigReader, value: unknown): DnsPolicyNamespa
 function readNodePreparation(r: ConfigReader, value: unknown): NodePreparationSettings {
   const o = r.object(value, "nodePreparation") ?? {};
   const devices = r.stringList(o.unmanagedDevices, "nodePreparation.unmanagedDevices");
-  (devices ?? []).forEach((d, i) => {
-    if (!/^[A-Za-z0-9._*-]{1,15}$/.test(d)) {
-      r.problem(
-        `nodePreparation.unmanagedDevices[${i}]`,
-        `"${d}" is not an interface name pattern.`,
-      );
-    }
-  });
-  if (devices && !devices.includes("kube-ipvs0")) {
-    r.problem(
-      "nodePreparation.unmanagedDevices",
-      "must include kube-ipvs0; NetworkManager managing it is what took ClusterIPs down in seed 003.",
-    );
+  for (const p of unmanagedDevicesProblems(devices ?? DEFAULT_UNMANAGED_DEVICES)) {
+    const index = p.index === undefined ? "" : `[${p.index}]`;
+    r.problem(`nodePreparation.unmanagedDevices${index}`, p.message);
   }
   return {
     unmanagedDevices: devices ?? DEFAULT_UNMANAGED_DEVICES,

@@ -1,6 +1,8 @@
 import * as assert from "assert/strict";
 import * as pulumi from "@pulumi/pulumi";
-import { estateModel } from "../support/lab-stack";
+import { estateModel, estateRawConfig } from "../support/lab-stack";
+import { NodePreparation, type NodePreparationArgs } from "../../components/node-preparation";
+import { DEFAULT_UNMANAGED_DEVICES } from "../../components/model";
 import { rancherPreviewOutputs, recordProgram } from "../../infra/mock-runtime";
 import { deployEnvironment, EnvironmentOutputs } from "../../infra/program";
 
@@ -39,5 +41,46 @@ describe("node preparation outputs (Pulumi mocks)", function () {
 
   it("lists no node when no preparation asked for a reboot", async () => {
     assert.deepEqual(await outputsWhenRebootRequiredOn([]), []);
+  });
+});
+
+describe("NodePreparation in a program of its own (Pulumi mocks)", function () {
+  this.timeout(60000);
+  const node = estateModel().nodes[0];
+  const declare = (args: Partial<NodePreparationArgs>) =>
+    recordProgram("one-server", "test", () => {
+      new NodePreparation("prepare", { node, sshPrivateKey: pulumi.secret("key"), ...args });
+    });
+
+  it("takes the stack config's defaults for what it is not given", async () => {
+    const [defaulted] = (await declare({})).filter((r) => r.type === PREPARATION_TYPE);
+    const [explicit] = (
+      await declare({
+        unmanagedDevices: DEFAULT_UNMANAGED_DEVICES,
+        cni: "calico",
+        kubeProxyMode: "iptables",
+        bringUpKubeIpvs: false,
+      })
+    ).filter((r) => r.type === PREPARATION_TYPE);
+    assert.deepEqual(defaulted.inputs, explicit.inputs);
+    // The stack-config path fills the same values in for a stack that sets none of them.
+    const raw = estateRawConfig();
+    const values = raw.values as { rke2: Record<string, unknown> };
+    delete values.rke2.cni;
+    delete values.rke2.kubeProxyMode;
+    const model = estateModel(raw);
+    assert.equal(model.management.cni, defaulted.inputs.cni);
+    assert.equal(model.management.kubeProxyMode, defaulted.inputs.kubeProxyMode);
+    assert.deepEqual(model.nodePreparation.unmanagedDevices, DEFAULT_UNMANAGED_DEVICES);
+  });
+
+  it("refuses an unmanaged list without kube-ipvs0 with the stack config's message, naming the node", async () => {
+    await assert.rejects(
+      declare({ unmanagedDevices: ["cali*", "not an interface"] }),
+      new RegExp(
+        `node ${node.name.replace(/\./g, "\\.")}: unmanagedDevices\\[1\\] "not an interface" is not an interface name pattern\\. ` +
+          "unmanagedDevices must include kube-ipvs0; NetworkManager managing it is what took ClusterIPs down in seed 003\\.",
+      ),
+    );
   });
 });
