@@ -74,6 +74,13 @@ describe("Rke2Estate", () => {
     assert.match(message, / {2}- settings\.rke2\.cni: /);
   });
 
+  it("refuses a misspelt key as a stack file's is refused, with the key it meant", async () => {
+    const settings = labRawConfig().values as Record<string, Record<string, unknown>>;
+    settings.rke2 = { ...settings.rke2, tlsSans: ["rke2.example.com"] };
+    const message = await refusal(settings);
+    assert.match(message, / {2}- settings\.rke2\.tlsSans: .*tlsSan/);
+  });
+
   it("requires the join token where the settings list a management server", async () => {
     const message = await (async () => {
       try {
