@@ -50,13 +50,10 @@ export interface Rke2EstateArgs {
  * its key.
  */
 export class Rke2Estate extends pulumi.ComponentResource {
-  /** Per prepared node: true once its firewall services are disabled and REJECT rules gone. */
-  public readonly preparedNodes: Record<string, pulumi.Output<boolean>>;
-  /** Nodes to reboot by hand: their NetworkManager drop-in changed while RKE2 was installed. */
-  public readonly nodesRequiringReboot: pulumi.Output<string[]>;
-  /** Management nodes the next `pulumi up` restarts, servers one at a time. */
-  public readonly nodesPendingRestart: pulumi.Output<string[]>;
-  /** Every output the stack-config program exports, as the README's table lists them. */
+  /**
+   * What the stack-config program exports, as the README's table of outputs lists them:
+   * `preparedNodes`, `nodesRequiringReboot`, `nodesPendingRestart`, `managementCluster`, ...
+   */
   public readonly outputs: EnvironmentOutputs;
 
   constructor(name: string, args: Rke2EstateArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -82,14 +79,7 @@ export class Rke2Estate extends pulumi.ComponentResource {
       void pulumi.log.warn(`${settingsKey(warning.key)}: ${warning.message}`, this);
     }
     this.outputs = deployEnvironment(model, secrets, { parent: this, namePrefix: `${name}-` });
-    this.preparedNodes = this.outputs.preparedNodes;
-    this.nodesRequiringReboot = this.outputs.nodesRequiringReboot;
-    this.nodesPendingRestart = this.outputs.nodesPendingRestart;
-    this.registerOutputs({
-      preparedNodes: this.preparedNodes,
-      nodesRequiringReboot: this.nodesRequiringReboot,
-      nodesPendingRestart: this.nodesPendingRestart,
-    });
+    this.registerOutputs({ ...this.outputs });
   }
 }
 

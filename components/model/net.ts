@@ -1,4 +1,4 @@
-/** IPv4 address and CIDR arithmetic for inventory checks. Pure; no lookups. */
+/** IPv4 address and CIDR arithmetic for inventory checks, and URL hosts. Pure; no lookups. */
 
 const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
 
@@ -50,4 +50,17 @@ export function cidrsOverlap(a: Cidr, b: Cidr): boolean {
 /** The n-th address of a network: RKE2 gives kube-dns the 10th address of the service CIDR. */
 export function nthAddress(cidr: Cidr, n: number): string {
   return numberToIp(cidr.base + n);
+}
+
+/**
+ * The host of a URL in lower case, without an IPv6 address's brackets; undefined when the text
+ * is not a URL.
+ */
+export function urlHost(url: unknown): string | undefined {
+  if (typeof url !== "string") return undefined;
+  try {
+    return new URL(url).hostname.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  } catch {
+    return undefined;
+  }
 }

@@ -9,6 +9,7 @@
  * show them. (`--hex` is not used: some etcdctl releases print its raft_term as unquoted hex,
  * which is not JSON; etcd-io/etcd etcdctl/ctlv3/command/printer_json.go.)
  */
+import { urlHost } from "../model";
 
 /** One member of an etcd cluster. */
 export interface EtcdMember {
@@ -96,15 +97,6 @@ export function parseMemberList(output: string, host: string): EtcdMemberList {
   }
 }
 
-/** The host part of a peer URL, or undefined when it is not a URL. */
-function peerHost(url: string): string | undefined {
-  try {
-    return new URL(url).hostname.replace(/^\[(.*)\]$/, "$1");
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * What identifies a server in an etcd member list, from the strongest fact to the weakest.
  * RKE2 names a member `<node-name>-<8 hex>` once and keeps the name in
@@ -148,7 +140,7 @@ export function findMember(list: EtcdMemberList, who: ServerIdentity): MemberMat
     (who.onDiskName ? first("on-disk member name", (m) => m.name === who.onDiskName) : undefined) ??
     first("peer URL", (m) =>
       m.peerUrls.some((u) => {
-        const host = peerHost(u);
+        const host = urlHost(u);
         return host !== undefined && who.addresses.includes(host);
       }),
     ) ??

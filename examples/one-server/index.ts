@@ -37,5 +37,5 @@ const estate = new Rke2Estate("one-server", {
   sshPrivateKey: config.requireSecret("sshPrivateKey"),
 });
 
-export const preparedNodes = estate.preparedNodes;
-export const nodesRequiringReboot = estate.nodesRequiringReboot;
+export const preparedNodes = estate.outputs.preparedNodes;
+export const nodesRequiringReboot = estate.outputs.nodesRequiringReboot;

@@ -880,7 +880,7 @@ function readPolicyNamespaces(r: ConfigReader, value: unknown): DnsPolicyNamespa
 function readNodePreparation(r: ConfigReader, value: unknown): NodePreparationSettings {
   const o = r.object(value, "nodePreparation") ?? {};
   const devices = r.stringList(o.unmanagedDevices, "nodePreparation.unmanagedDevices");
-  for (const p of unmanagedDevicesProblems(devices ?? DEFAULT_UNMANAGED_DEVICES)) {
+  for (const p of devices ? unmanagedDevicesProblems(devices) : []) {
     const index = p.index === undefined ? "" : `[${p.index}]`;
     r.problem(`nodePreparation.unmanagedDevices${index}`, p.message);
   }

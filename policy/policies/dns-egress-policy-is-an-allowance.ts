@@ -1,4 +1,5 @@
 import { StackValidationPolicy } from "@pulumi/policy";
+import { configList } from "./config-lists";
 import {
   DNS_EGRESS_POLICY_NAME,
   systemNamespaceOwner,
@@ -22,13 +23,9 @@ export const dnsEgressPolicyIsAnAllowance: StackValidationPolicy = {
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
-      protectedNamespaces: {
-        type: "array",
-        items: { type: "string", minLength: 1 },
-        default: [],
-        description:
-          "Namespaces of the estate's own (monitoring, ingress, ...) that no stack may opt in to isolation either, besides Rancher's and RKE2's.",
-      },
+      protectedNamespaces: configList(
+        "Namespaces of the estate's own (monitoring, ingress, ...) that no stack may opt in to isolation either, besides Rancher's and RKE2's.",
+      ),
     },
   },
   validateStack: (args, reportViolation) => {

@@ -1,6 +1,7 @@
 import { ResourceValidationPolicy } from "@pulumi/policy";
-import { RANCHER_NODE_REGISTRATION } from "../../components/model";
-import { isUnknownProp, urlHost } from "./props";
+import { configList } from "./config-lists";
+import { RANCHER_NODE_REGISTRATION, urlHost } from "../../components/model";
+import { isUnknownProp } from "./props";
 
 /** The rancher2 provider's resource: its `apiUrl` is the Rancher the clusters are created in. */
 const RANCHER_PROVIDER_TYPE = "pulumi:providers:rancher2";
@@ -12,13 +13,10 @@ export const rancherRegistrationsUseAllowedRancher: ResourceValidationPolicy = {
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
-      allowedRancherHosts: {
-        type: "array",
-        items: { type: "string", pattern: "^[A-Za-z0-9.:-]+$" },
-        default: [],
-        description:
-          "Host names (or addresses) of the estate's Rancher servers, as in rancher.url. Empty: any.",
-      },
+      allowedRancherHosts: configList(
+        "Host names (or addresses) of the estate's Rancher servers, as in rancher.url. Empty: any.",
+        "^[A-Za-z0-9.:-]+$",
+      ),
     },
   },
   validateResource: (args, reportViolation) => {

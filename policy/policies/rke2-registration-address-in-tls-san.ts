@@ -1,7 +1,6 @@
 import { StackValidationPolicy } from "@pulumi/policy";
 import * as YAML from "yaml";
-import { RKE2_NODE_START } from "../../components/model";
-import { urlHost } from "./props";
+import { RKE2_NODE_START, urlHost } from "../../components/model";
 
 /**
  * Joining servers and agents register at their `server:` address and check the certificate the

@@ -1,4 +1,5 @@
 import { ResourceValidationPolicy } from "@pulumi/policy";
+import { configList } from "./config-lists";
 import * as YAML from "yaml";
 import { RANCHER_CLUSTER_TYPE, RKE2_NODE_START } from "../../components/model";
 import { isUnknownProp, knownProp, objectProp } from "./props";
@@ -46,6 +47,38 @@ function clusterRegistry(rkeConfig: Record<string, unknown>): string | undefined
   return texts.map(systemDefaultRegistryOf).find((r) => r !== undefined);
 }
 
+/**
+ * The registry a resource's RKE2 nodes pull system images from (undefined registry: none set),
+ * with what to call the resource and the stack key that sets it; undefined for a resource that
+ * pulls none, or whose config a preview does not know yet.
+ */
+function registryOf(
+  type: string,
+  props: Record<string, unknown>,
+): { subject: string; registry: string | undefined; key: string } | undefined {
+  if (type === RKE2_NODE_START.token) {
+    // Only a server's flag: an agent takes the registry from the server it bootstraps from
+    // (rancher/rke2@v1.35.6+rke2r1:pkg/cli/cmds/agent.go hides it there as no longer
+    // supported; ../../components/rke2-cluster/config.ts renderRke2AgentConfig).
+    // The node step carries the config.yaml keys it writes as its `config` input.
+    if (props.role !== "server" || isUnknownProp(props, "config")) return undefined;
+    return {
+      subject: `${String(props.node)}'s RKE2 config`,
+      registry: systemDefaultRegistryOf(props.config),
+      key: "rke2.privateRegistry",
+    };
+  }
+  if (type !== RANCHER_CLUSTER_TYPE || isUnknownProp(props, "rkeConfig")) return undefined;
+  const rkeConfig = objectProp(props, "rkeConfig");
+  const registry = rkeConfig && clusterRegistry(rkeConfig);
+  if (rkeConfig === undefined || registry === null) return undefined;
+  return {
+    subject: `Rancher cluster ${String(props.name)}`,
+    registry,
+    key: "that cluster's rancher.downstreamClusters[].privateRegistry",
+  };
+}
+
 export const rke2SystemImagesFromAllowedRegistry: ResourceValidationPolicy = {
   name: "rke2-system-images-from-allowed-registry",
   description:
@@ -53,54 +86,25 @@ export const rke2SystemImagesFromAllowedRegistry: ResourceValidationPolicy = {
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
-      allowedRegistries: {
-        type: "array",
-        items: { type: "string", pattern: "^[A-Za-z0-9.-]+(:[0-9]{1,5})?$" },
-        default: [],
-        description:
-          "Registries (host[:port], as RKE2's system-default-registry takes them) the estate's RKE2 system images may come from; docker.io stands for a node that sets none. Empty: any.",
-      },
+      allowedRegistries: configList(
+        "Registries (host[:port], as RKE2's system-default-registry takes them) the estate's RKE2 system images may come from; docker.io stands for a node that sets none. Empty: any.",
+        "^[A-Za-z0-9.-]+(:[0-9]{1,5})?$",
+      ),
     },
   },
   validateResource: (args, reportViolation) => {
     const { allowedRegistries } = args.getConfig<{ allowedRegistries: string[] }>();
     if (allowedRegistries.length === 0) return;
-    const allowed = new Set(allowedRegistries.map((r) => r.toLowerCase()));
-    let subject: string;
-    let registry: string | undefined;
-    let where: string;
-    if (args.type === RKE2_NODE_START.token) {
-      // Only a server's flag: an agent takes the registry from the server it bootstraps from
-      // (rancher/rke2@v1.35.6+rke2r1:pkg/cli/cmds/agent.go hides it there as no longer
-      // supported; ../../components/rke2-cluster/config.ts renderRke2AgentConfig).
-      if (args.props.role !== "server") return;
-      // The node step carries the config.yaml keys it writes as its `config` input.
-      // Judged once the preview knows the config.
-      if (isUnknownProp(args.props, "config")) return;
-      subject = `${String(args.props.node)}'s RKE2 config`;
-      registry = systemDefaultRegistryOf(args.props.config);
-      where = "rke2.privateRegistry";
-    } else if (args.type === RANCHER_CLUSTER_TYPE) {
-      const rkeConfig = isUnknownProp(args.props, "rkeConfig")
-        ? undefined
-        : objectProp(args.props, "rkeConfig");
-      if (rkeConfig === undefined) return;
-      const found = clusterRegistry(rkeConfig);
-      if (found === null) return;
-      subject = `Rancher cluster ${String(args.props.name)}`;
-      registry = found;
-      where = "that cluster's rancher.downstreamClusters[].privateRegistry";
-    } else {
-      return;
-    }
-    const pulledFrom = registry ?? DOCKER_HUB;
-    if (allowed.has(pulledFrom.toLowerCase())) return;
+    const found = registryOf(args.type, args.props);
+    if (found === undefined) return;
+    const pulledFrom = found.registry ?? DOCKER_HUB;
+    if (allowedRegistries.some((r) => r.toLowerCase() === pulledFrom.toLowerCase())) return;
     reportViolation(
-      `${subject} pulls RKE2's system images from ${pulledFrom}` +
-        (registry === undefined ? " (it sets no system-default-registry)" : "") +
+      `${found.subject} pulls RKE2's system images from ${pulledFrom}` +
+        (found.registry === undefined ? " (it sets no system-default-registry)" : "") +
         `, which the policy pack's config does not allow (allowedRegistries: ${allowedRegistries.join(", ")}): ` +
         "an estate that can reach only its own registries cannot start nodes whose images are elsewhere. " +
-        `Set ${where} to an allowed registry, or add ${pulledFrom} to allowedRegistries.`,
+        `Set ${found.key} to an allowed registry, or add ${pulledFrom} to allowedRegistries.`,
     );
   },
 };

@@ -67,10 +67,11 @@ describe("examples/one-server, a program of its own that installs the package fr
       assert.equal(r.status, 0, `pulumi ${args.join(" ")}:\n${r.out}`);
       return r.out;
     };
-    spawnSync("pulumi", ["stack", "init", STACK, "--non-interactive"], {
+    const init = spawnSync("pulumi", ["stack", "init", STACK, "--non-interactive"], {
       cwd: program,
       encoding: "utf8",
     });
+    assert.equal(init.status, 0, init.stdout + init.stderr);
     const server = {
       name: "sza122020.local",
       ip: "192.168.122.20",

@@ -12,9 +12,14 @@ import {
 } from "../../components/model";
 import type { DnsPolicyNamespace, RecordedResource } from "../../components/model";
 import * as assert from "assert/strict";
-import { evaluatePolicies, parsePolicyPackConfig } from "../../policy/evaluate";
 import { cluster, model } from "./dns-fixture";
-import { assertNoViolations, assertViolation, resource } from "./util";
+import {
+  assertNoViolations,
+  assertViolation,
+  configuredViolations,
+  policyPackConfig,
+  resource,
+} from "./util";
 
 function check(namespaces: DnsPolicyNamespace[], type = DNS_EGRESS_CHECK.token): RecordedResource {
   return resource(type, { cluster: "management", namespaces, refusals: [] }, "dns-egress-check");
@@ -37,14 +42,7 @@ describe("policy dns-egress-policy-is-an-allowance", () => {
       const guard = check([{ name: "monitoring", isolate: true }]);
       return [guard, dnsPolicy("monitoring", [guard])];
     };
-    const messages = async (file: unknown) =>
-      (
-        await evaluatePolicies(
-          [policy],
-          isolated(),
-          parsePolicyPackConfig(JSON.stringify(file), "policy-config.json", [policy]),
-        )
-      ).map((v) => `${v.level} ${v.message}`);
+    const messages = (file: unknown) => configuredViolations(policy, isolated(), file);
 
     it("protects no namespace of the estate's by default", async () => {
       assert.deepEqual(await messages({}), []);
@@ -69,12 +67,7 @@ describe("policy dns-egress-policy-is-an-allowance", () => {
 
     it("refuses a list that is not one, naming the file and the policy", () => {
       assert.throws(
-        () =>
-          parsePolicyPackConfig(
-            JSON.stringify({ [policy.name]: { protectedNamespaces: "monitoring" } }),
-            "policy-config.json",
-            [policy],
-          ),
+        () => policyPackConfig(policy, { [policy.name]: { protectedNamespaces: "monitoring" } }),
         /policy-config\.json: the config of dns-egress-policy-is-an-allowance is invalid: \/protectedNamespaces must be array/,
       );
     });

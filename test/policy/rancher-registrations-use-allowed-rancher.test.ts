@@ -1,10 +1,9 @@
 import * as assert from "assert/strict";
 import { rancherRegistrationsUseAllowedRancher as policy } from "../../policy/policies/rancher-registrations-use-allowed-rancher";
-import { parsePolicyPackConfig } from "../../policy/evaluate";
 import type { RecordedResource } from "../../components/model";
 import { estateModel, estateRawConfig } from "../support/lab-stack";
 import { resourcesOf, TEST_SECRETS } from "../support/program";
-import { configuredViolations } from "./util";
+import { configuredViolations, policyPackConfig } from "./util";
 
 const violations = (resources: RecordedResource[], file: unknown) =>
   configuredViolations(policy, resources, file);
@@ -64,12 +63,7 @@ describe("policy rancher-registrations-use-allowed-rancher", () => {
 
   it("refuses a config entry that is not a host, naming the file and the policy", () => {
     assert.throws(
-      () =>
-        parsePolicyPackConfig(
-          JSON.stringify(allowing("https://ai-ear.cn/")),
-          "policy-config.json",
-          [policy],
-        ),
+      () => policyPackConfig(policy, allowing("https://ai-ear.cn/")),
       /policy-config\.json: the config of rancher-registrations-use-allowed-rancher is invalid/,
     );
   });

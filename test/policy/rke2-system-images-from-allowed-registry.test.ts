@@ -1,10 +1,9 @@
 import * as assert from "assert/strict";
 import { rke2SystemImagesFromAllowedRegistry as policy } from "../../policy/policies/rke2-system-images-from-allowed-registry";
-import { parsePolicyPackConfig } from "../../policy/evaluate";
 import { RKE2_NODE_START, type RecordedResource } from "../../components/model";
 import { estateModel, estateRawConfig } from "../support/lab-stack";
 import { resourcesOf, TEST_SECRETS } from "../support/program";
-import { configuredViolations } from "./util";
+import { configuredViolations, policyPackConfig } from "./util";
 
 const violations = (resources: RecordedResource[], file: unknown) =>
   configuredViolations(policy, resources, file);
@@ -102,12 +101,7 @@ describe("policy rke2-system-images-from-allowed-registry", () => {
 
   it("refuses a config entry that is not host[:port], naming the file and the policy", () => {
     assert.throws(
-      () =>
-        parsePolicyPackConfig(
-          JSON.stringify(allowing("https://r.example.com")),
-          "policy-config.json",
-          [policy],
-        ),
+      () => policyPackConfig(policy, allowing("https://r.example.com")),
       /policy-config\.json: the config of rke2-system-images-from-allowed-registry is invalid/,
     );
   });

@@ -58,6 +58,11 @@ export async function assertNoViolations(
 export const HOST_KEY =
   "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFBMQUNFSE9MREVSLXN6YTEyMjAyMC0tLS0tLS0tLS0t";
 
+/** A --policy-pack-config file with `file`'s content, read for `policy` as the CLI reads it. */
+export function policyPackConfig(policy: Policy, file: unknown) {
+  return parsePolicyPackConfig(JSON.stringify(file), "policy-config.json", [policy]);
+}
+
 /**
  * A policy's violations, as `level message`, when a --policy-pack-config file with `file`'s
  * content configures the run.
@@ -67,7 +72,7 @@ export async function configuredViolations(
   resources: RecordedResource[],
   file: unknown,
 ): Promise<string[]> {
-  const config = parsePolicyPackConfig(JSON.stringify(file), "policy-config.json", [policy]);
+  const config = policyPackConfig(policy, file);
   return (await evaluatePolicies([policy], resources, config)).map(
     (v) => `${v.level} ${v.message}`,
   );
