@@ -94,6 +94,11 @@ export default tseslint.config(
     rules: { "no-redeclare": ["error", { builtinGlobals: false }] },
   },
   {
+    // CommonJS modules load their dependencies with require().
+    files: ["**/*.cjs"],
+    rules: { "@typescript-eslint/no-require-imports": "off" },
+  },
+  {
     rules: {
       "@typescript-eslint/no-explicit-any": "error",
       "@typescript-eslint/no-unused-vars": [

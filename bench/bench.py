@@ -300,6 +300,7 @@ RUN_SECTIONS = {
     "kubeapi": ("dns-api", "hcc-drift"),
     "converge": ("converge", "drift"),
     "scale": ("scale",),
+    "floor": ("floor",),
     "joingate": ("joingate",),
 }
 
@@ -462,22 +463,17 @@ def scale_rows(rows):
         text += f"; {r.get('resources')} resources planned"
         if cpu is not None:
             text += f"; CPU (median) {fmt_ms(cpu)}"
-        smallest = min(previews)
-        base_cpu = median(previews[smallest].get("cpu_ms") or [])
-        if n != smallest and cpu is not None and base_cpu is not None:
-            text += f"; {(cpu - base_cpu) / (n - smallest):.1f} ms CPU per added node"
-        failed = any(c != 0 for c in r.get("rc") or [1])
-        out.append(
-            (
-                "4 Program scale",
-                f"pulumi preview (real CLI, empty state), {n} nodes",
-                text,
-                "measured (no target)",
-                "**run failed**" if failed else "measured",
-                r["command"],
-            )
-        )
+        cpu_per = per_added_node({m: previews[m] for m in (min(previews), n)}, "cpu_ms")
+        if n != min(previews) and cpu_per is not None:
+            text += f"; {cpu_per:.1f} ms CPU per added node"
+        out.append(measured_row("4 Program scale", f"pulumi preview (real CLI, empty state), {n} nodes", text, "measured (no target)", r))
     return out
+
+
+def measured_row(section, label, text, target, r):
+    """A row with no verdict but whether every run of it exited 0."""
+    failed = any(c != 0 for c in r.get("rc") or [1])
+    return (section, label, text, target, "**run failed**" if failed else "measured", r["command"])
 
 
 def joingate_rows(rows):
@@ -537,6 +533,55 @@ def joingate_rows(rows):
 
 # --- history ------------------------------------------------------------------------------------
 
+FLOOR_MODES = {
+    "ts": ("TypeScript (typescript: true, as the product runs)", "a component and a do-nothing dynamic resource per node"),
+    "js": ("plain JavaScript", "a component and a do-nothing dynamic resource per node"),
+    "ts-bare": ("TypeScript", "the do-nothing dynamic resource alone, one resource per node"),
+}
+FLOOR_OPS = {"up": "pulumi up from an empty state", "drift": "pulumi preview --refresh --expect-no-changes"}
+
+
+def per_added_node(by_n, key):
+    """CPU (or wall) per added node between the smallest and the largest size, from medians."""
+    lo, hi = min(by_n), max(by_n)
+    a, b = median(by_n[lo].get(key) or []), median(by_n[hi].get(key) or [])
+    if a is None or b is None or hi == lo:
+        return None
+    return (b - a) / (hi - lo)
+
+
+def floor_rows(rows):
+    out = []
+    for mode, (mode_label, shape) in FLOOR_MODES.items():
+        for op, op_label in FLOOR_OPS.items():
+            by_n = {r["nodes"]: r for r in rows if r.get("mode") == mode and r.get("op") == op}
+            if not by_n:
+                continue
+            base = runs_summary(by_n[min(by_n)])[0]
+            for n in sorted(by_n):
+                r = by_n[n]
+                med, text = runs_summary(r)
+                cpu = median(r.get("cpu_ms") or [])
+                if cpu is not None:
+                    text += f"; CPU (median) {fmt_ms(cpu)}"
+                if n != min(by_n):
+                    if med is not None and base:
+                        text += f"; **{med / base:.2f}×** the {min(by_n)}-node time"
+                    cpu_per = per_added_node(by_n, "cpu_ms")
+                    if cpu_per is not None:
+                        text += f"; {cpu_per:.1f} ms CPU per added node"
+                out.append(
+                    measured_row(
+                        "4b Pulumi's floor",
+                        f"{op_label}, {mode_label}, {n} node{'s' if n != 1 else ''} ({shape})",
+                        text,
+                        "measured (no target): what the product cannot go below with this many resources",
+                        r,
+                    )
+                )
+    return out
+
+
 # Per run, the figures that grow with the estate, so a regression shows against earlier runs.
 HISTORY_KEEP = 10
 REGRESSION = 1.2
@@ -550,7 +595,7 @@ def figures(rows):
             continue
         wall = median(r.get("wall_ms") or [])
         label = f"{r['section']} {r['case']}"
-        if wall is not None and r["section"] in ("converge", "drift", "scale"):
+        if wall is not None and r["section"] in ("converge", "drift", "scale", "floor"):
             out[f"{label}: wall ms"] = wall
         cpu = [c for c in (r.get("cpu") or []) if c]
         if cpu:
@@ -650,6 +695,7 @@ def cmd_report(args):
         "20 nodes ≤ 2× 1 node",
     )
     table += scale_rows(by_section["scale"])
+    table += floor_rows(by_section["floor"])
     table += joingate_rows(by_section["joingate"])
 
     missed = [t for t in table if "**" in t[4]]
