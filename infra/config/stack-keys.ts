@@ -1,39 +1,98 @@
 /**
- * The stack config's keys and the shape of each value, declared once. The validator
- * (./validate.ts) reports a key this declaration does not list, takes the bounds of whole numbers
- * and the allowed words of choices from it, and the JSON Schema editors check stack files with
- * (./json-schema.ts, `npm run schema`) is derived from it. What only the validator checks (that
- * an address is IPv4, a name a DNS name, the cross-key rules) stays in the validator.
+ * The stack config's keys, the shape of each value and its default, declared once. The validator
+ * (./validate.ts) reports a key this declaration does not list and reads every value through it
+ * (`readSettings`: its type, bounds, allowed words and default), and the JSON Schema editors check
+ * stack files with (./json-schema.ts, `npm run schema`) is derived from it, defaults included.
+ * What only the validator checks (that an address is IPv4, a name a DNS name, the cross-key rules)
+ * stays in the validator, on the values read here.
  *
  * A map of keys describes a map of settings, `[map]` a list of such maps, and a `Setting` a
  * value read whole: a scalar, a list of scalars, or a map keyed by free names (host names). A
  * reader that reads a new key adds it here.
  */
-import { SECRET_KEYS } from "../../components/model";
+import {
+  DEFAULT_CNI,
+  DEFAULT_KUBE_PROXY_MODE,
+  MANAGEMENT_CLUSTER,
+  SECRET_KEYS,
+} from "../../components/model";
 import { MANAGEMENT_STACK_KEY } from "./management-stack";
+import { ConfigReader } from "./reader";
 
 /** A JSON Schema (draft-07) fragment. */
 export type JsonSchema = { readonly [keyword: string]: unknown };
 
-/** A value read whole, with the JSON Schema of the values the validator accepts there. */
-export class Setting {
+/**
+ * A value read whole: the JSON Schema of the values the validator accepts there, and how the
+ * validator reads it (`read`: the value when its shape is right, else a problem recorded and the
+ * default). A setting with a default gives it in its schema too, so an editor shows it.
+ */
+export abstract class Setting<T = unknown> {
   constructor(readonly json: JsonSchema) {}
+  abstract read(r: ConfigReader, value: unknown, path: string): T;
+}
+
+/** A value its own reader in ./validate.ts checks (names keyed by host, RKE2 flags, roles). */
+class RawSetting extends Setting<unknown> {
+  read(_r: ConfigReader, value: unknown): unknown {
+    return value;
+  }
+}
+
+/** A non-empty string, trimmed; `fallback` when absent. */
+export class TextSetting<T extends string | undefined> extends Setting<T> {
+  constructor(readonly fallback: T) {
+    super(fallback === undefined ? TEXT_JSON : { ...TEXT_JSON, default: fallback });
+  }
+  read(r: ConfigReader, value: unknown, path: string): T {
+    return (r.string(value, path) ?? this.fallback) as T;
+  }
+}
+
+/** true or false. */
+export class FlagSetting extends Setting<boolean> {
+  constructor(readonly fallback: boolean) {
+    super({ type: "boolean", default: fallback });
+  }
+  read(r: ConfigReader, value: unknown, path: string): boolean {
+    return r.boolean(value, path, this.fallback);
+  }
+}
+
+/** A list of non-empty strings, each trimmed; undefined when absent. */
+export class TextsSetting extends Setting<string[] | undefined> {
+  constructor() {
+    super({ type: "array", items: TEXT_JSON });
+  }
+  read(r: ConfigReader, value: unknown, path: string): string[] | undefined {
+    return r.stringList(value, path);
+  }
 }
 
 /** A whole number from `min` to `max`. */
-export class WholeSetting extends Setting {
+export class WholeSetting extends Setting<number> {
   constructor(
     readonly min: number,
     readonly max: number,
+    readonly fallback: number,
   ) {
-    super({ type: "integer", minimum: min, maximum: max });
+    super({ type: "integer", minimum: min, maximum: max, default: fallback });
+  }
+  read(r: ConfigReader, value: unknown, path: string): number {
+    return r.integer(value, path, this.fallback, this.min, this.max);
   }
 }
 
 /** One of a few words. */
-export class ChoiceSetting<T extends string> extends Setting {
-  constructor(readonly values: readonly T[]) {
-    super({ enum: values });
+export class ChoiceSetting<T extends string> extends Setting<T> {
+  constructor(
+    readonly values: readonly T[],
+    readonly fallback: T,
+  ) {
+    super({ enum: values, default: fallback });
+  }
+  read(r: ConfigReader, value: unknown, path: string): T {
+    return r.oneOf(value, path, this.values, this.fallback);
   }
 }
 
@@ -53,105 +112,168 @@ export function isListSchema(schema: KeySchema): schema is readonly [KeySchema] 
 
 /** A non-empty string (one that is not only blanks: the reader trims). */
 export const TEXT_JSON: JsonSchema = { type: "string", pattern: "\\S" };
-const text = () => new Setting(TEXT_JSON);
-const flag = () => new Setting({ type: "boolean" });
-const texts = () => new Setting({ type: "array", items: TEXT_JSON });
-const whole = (min: number, max: number) => new WholeSetting(min, max);
-const choice = <T extends string>(values: readonly T[]) => new ChoiceSetting(values);
+function text(): TextSetting<string | undefined>;
+function text(fallback: string): TextSetting<string>;
+function text(fallback?: string) {
+  return new TextSetting(fallback);
+}
+const flag = (fallback: boolean) => new FlagSetting(fallback);
+const texts = () => new TextsSetting();
+const whole = (min: number, max: number, fallback: number) => new WholeSetting(min, max, fallback);
+const choice = <T extends string>(values: readonly T[], fallback: T) =>
+  new ChoiceSetting(values, fallback);
 /** Host names, each with its list of addresses. */
 const addressesByName = () =>
-  new Setting({ type: "object", additionalProperties: { type: "array", items: TEXT_JSON } });
+  new RawSetting({ type: "object", additionalProperties: { type: "array", items: TEXT_JSON } });
 /** RKE2 settings passed through as config.yaml has them: a scalar or a list of scalars. */
 const RKE2_SCALAR: JsonSchema = { type: ["string", "number", "boolean"] };
 const rke2Settings = () =>
-  new Setting({
+  new RawSetting({
     type: "object",
     additionalProperties: { anyOf: [RKE2_SCALAR, { type: "array", items: RKE2_SCALAR }] },
   });
 
-export const SSH_PORT = whole(1, 65535);
-export const SNAPSHOT_RETENTION = whole(1, 1000);
-export const JOIN_GATE_TIMEOUT = whole(10, 86400);
-export const JOIN_GATE_POLL = whole(1, 60);
-export const CNI = choice(["calico", "canal", "cilium", "flannel"] as const);
-export const KUBE_PROXY_MODE = choice(["ipvs", "iptables"] as const);
-export const SERVER_JOIN = choice(["sequential", "parallel"] as const);
-export const DNS_DELIVERY = choice(["serverManifest", "helmChartConfig"] as const);
+export const SSH_PORT = whole(1, 65535, 22);
+export const SNAPSHOT_RETENTION = whole(1, 1000, 5);
+export const JOIN_GATE_TIMEOUT = whole(10, 86400, 900);
+export const JOIN_GATE_POLL = whole(1, 60, 2);
+export const CNI = choice(["calico", "canal", "cilium", "flannel"] as const, DEFAULT_CNI);
+export const KUBE_PROXY_MODE = choice(["ipvs", "iptables"] as const, DEFAULT_KUBE_PROXY_MODE);
+export const SERVER_JOIN = choice(["sequential", "parallel"] as const, "sequential");
+export const DNS_DELIVERY = choice(
+  ["serverManifest", "helmChartConfig"] as const,
+  "serverManifest",
+);
 export const DOWNSTREAM_ROLES = ["etcd", "controlplane", "worker"] as const;
 export const NODE_ROLES = ["server", "agent", ...DOWNSTREAM_ROLES] as const;
 const ROLE_JSON: JsonSchema = { enum: NODE_ROLES };
 
-const SSH_KEYS: KeyMap = { host: text(), port: SSH_PORT, user: text(), hostKey: text() };
+export const SSH_KEYS = {
+  host: text(),
+  port: SSH_PORT,
+  user: text("root"),
+  hostKey: text(),
+} satisfies KeyMap;
+export const ETCD_SNAPSHOT_KEYS = {
+  scheduleCron: text("0 */12 * * *"),
+  retention: SNAPSHOT_RETENTION,
+} satisfies KeyMap;
+export const JOIN_GATE_KEYS = {
+  timeoutSeconds: JOIN_GATE_TIMEOUT,
+  pollSeconds: JOIN_GATE_POLL,
+} satisfies KeyMap;
 /** Settings of every cluster, management or downstream. */
-const CLUSTER_KEYS: KeyMap = {
+export const CLUSTER_KEYS = {
   version: text(),
   cni: CNI,
-  clusterCidr: text(),
-  serviceCidr: text(),
-  clusterDomain: text(),
+  clusterCidr: text("10.42.0.0/16"),
+  serviceCidr: text("10.43.0.0/16"),
+  clusterDomain: text("cluster.local"),
   kubeProxyMode: KUBE_PROXY_MODE,
   tlsSan: texts(),
   privateRegistry: text(),
-  etcdSnapshot: { scheduleCron: text(), retention: SNAPSHOT_RETENTION },
-  nodePortRange: text(),
-  joinGate: { timeoutSeconds: JOIN_GATE_TIMEOUT, pollSeconds: JOIN_GATE_POLL },
+  etcdSnapshot: ETCD_SNAPSHOT_KEYS,
+  nodePortRange: text("30000-32767"),
+  joinGate: JOIN_GATE_KEYS,
   extraConfig: rke2Settings(),
-};
+} satisfies KeyMap;
 /**
  * Settings only the management cluster uses: Rancher installs and joins a downstream cluster's
  * nodes itself and gets its DNS fix as chartValues, so these would do nothing there.
  */
-const MANAGEMENT_CLUSTER_KEYS: KeyMap = {
+export const MANAGEMENT_CLUSTER_KEYS = {
   ...CLUSTER_KEYS,
-  installCommand: text(),
+  installCommand: text("curl -sfL https://get.rke2.io | sh -"),
   serverJoin: SERVER_JOIN,
   dnsDelivery: DNS_DELIVERY,
   registrationAddress: text(),
   serverConfig: rke2Settings(),
   agentConfig: rke2Settings(),
-};
+} satisfies KeyMap;
+export const DOWNSTREAM_CLUSTER_KEYS = {
+  ...CLUSTER_KEYS,
+  name: text(),
+  insecureRegistration: flag(false),
+} satisfies KeyMap;
+export const LIBVIRT_KEYS = {
+  ssh: SSH_KEYS,
+  network: text("default"),
+  subnet: text("192.168.122.0/24"),
+  gateway: text(),
+  dnsRecords: addressesByName(),
+  dhcpDomain: text(),
+} satisfies KeyMap;
+/** A node; `ssh.host` defaults to its `ip`. */
+export const NODE_KEYS = {
+  name: text(),
+  ip: text(),
+  cluster: text(MANAGEMENT_CLUSTER),
+  role: new RawSetting(ROLE_JSON),
+  roles: new RawSetting({ type: "array", items: ROLE_JSON }),
+  ssh: SSH_KEYS,
+  extraConfig: rke2Settings(),
+} satisfies KeyMap;
+export const NODE_LOCAL_KEYS = { enabled: flag(false), ip: text("169.254.20.10") } satisfies KeyMap;
+export const POLICY_NAMESPACE_KEYS = {
+  name: text(),
+  isolate: flag(false),
+  [OR_NAME]: true,
+} satisfies KeyMap;
+export const DNS_KEYS = {
+  staticHosts: addressesByName(),
+  neutralizedSearchDomains: texts(),
+  nodeLocal: NODE_LOCAL_KEYS,
+  upstreamResolvers: texts(),
+  policyNamespaces: [POLICY_NAMESPACE_KEYS],
+} satisfies KeyMap;
+export const NODE_PREPARATION_KEYS = {
+  unmanagedDevices: texts(),
+  bringUpKubeIpvs: flag(false),
+} satisfies KeyMap;
+export const DEPLOY_KEYS = {
+  libvirtDnsRecords: flag(true),
+  nodePreparation: flag(true),
+  rke2Servers: flag(true),
+  clusterDns: flag(true),
+  rancherClusters: flag(true),
+} satisfies KeyMap;
 
 export const STACK_CONFIG_KEYS: KeyMap = {
-  libvirt: {
-    ssh: SSH_KEYS,
-    network: text(),
-    subnet: text(),
-    gateway: text(),
-    dnsRecords: addressesByName(),
-    dhcpDomain: text(),
-  },
-  nodes: [
-    {
-      name: text(),
-      ip: text(),
-      cluster: text(),
-      role: new Setting(ROLE_JSON),
-      roles: new Setting({ type: "array", items: ROLE_JSON }),
-      ssh: SSH_KEYS,
-      extraConfig: rke2Settings(),
-    },
-  ],
+  libvirt: LIBVIRT_KEYS,
+  nodes: [NODE_KEYS],
   rke2: MANAGEMENT_CLUSTER_KEYS,
   rancher: {
     url: text(),
     caCertificate: text(),
-    downstreamClusters: [{ ...CLUSTER_KEYS, name: text(), insecureRegistration: flag() }],
+    downstreamClusters: [DOWNSTREAM_CLUSTER_KEYS],
   },
-  dns: {
-    staticHosts: addressesByName(),
-    neutralizedSearchDomains: texts(),
-    nodeLocal: { enabled: flag(), ip: text() },
-    upstreamResolvers: texts(),
-    policyNamespaces: [{ name: text(), isolate: flag(), [OR_NAME]: true }],
-  },
-  nodePreparation: { unmanagedDevices: texts(), bringUpKubeIpvs: flag() },
-  deploy: {
-    libvirtDnsRecords: flag(),
-    nodePreparation: flag(),
-    rke2Servers: flag(),
-    clusterDns: flag(),
-    rancherClusters: flag(),
-  },
+  dns: DNS_KEYS,
+  nodePreparation: NODE_PREPARATION_KEYS,
+  deploy: DEPLOY_KEYS,
   [MANAGEMENT_STACK_KEY]: text(),
   ...Object.fromEntries(SECRET_KEYS.map((key) => [key, text()])),
 };
+
+/** The values a map's settings give, by key: its nested maps and lists are read by their own. */
+export type SettingValues<M extends KeyMap> = {
+  -readonly [K in keyof M as M[K] extends Setting ? K : never]: M[K] extends Setting<infer T>
+    ? T
+    : never;
+};
+
+/**
+ * Reads every setting of `map` from `o`, the map at `path` (`""` at the top): each value checked
+ * and defaulted as its declaration says, every problem recorded.
+ */
+export function readSettings<M extends KeyMap>(
+  r: ConfigReader,
+  map: M,
+  o: Record<string, unknown>,
+  path: string,
+): SettingValues<M> {
+  const out: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(map)) {
+    if (isSetting(schema)) out[key] = schema.read(r, o[key], path === "" ? key : `${path}.${key}`);
+  }
+  return out as SettingValues<M>;
+}

@@ -1,8 +1,6 @@
 import {
   ClusterSettings,
   Cni,
-  DEFAULT_CNI,
-  DEFAULT_KUBE_PROXY_MODE,
   DEFAULT_UNMANAGED_DEVICES,
   DeploySelection,
   DnsPolicyNamespace,
@@ -10,7 +8,6 @@ import {
   DownstreamClusterSpec,
   DownstreamRole,
   EnvironmentModel,
-  KubeProxyMode,
   LibvirtSettings,
   MANAGEMENT_CLUSTER,
   NodePreparationSettings,
@@ -35,19 +32,25 @@ import { ConfigProblem, ConfigValidationError } from "./problems";
 import { DeployPart, keyIsRead, unusedKeys } from "./deploy-parts";
 import { closest, ConfigReader, editDistance } from "./reader";
 import {
-  CNI,
-  DNS_DELIVERY,
+  CLUSTER_KEYS,
+  DEPLOY_KEYS,
+  DNS_KEYS,
+  DOWNSTREAM_CLUSTER_KEYS,
   DOWNSTREAM_ROLES,
+  ETCD_SNAPSHOT_KEYS,
   isListSchema,
   isSetting,
-  JOIN_GATE_POLL,
-  JOIN_GATE_TIMEOUT,
+  JOIN_GATE_KEYS,
   KeySchema,
-  KUBE_PROXY_MODE,
+  LIBVIRT_KEYS,
+  MANAGEMENT_CLUSTER_KEYS,
+  NODE_KEYS,
+  NODE_LOCAL_KEYS,
+  NODE_PREPARATION_KEYS,
   NODE_ROLES,
-  SERVER_JOIN,
-  SNAPSHOT_RETENTION,
-  SSH_PORT,
+  POLICY_NAMESPACE_KEYS,
+  readSettings,
+  SSH_KEYS,
   STACK_CONFIG_KEYS,
 } from "./stack-keys";
 import {
@@ -103,8 +106,6 @@ const HOST_KEY =
 const LIBVIRT_NETWORK = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 const CRON_FIELD = /^[\d*/,-]+$/;
 // The model's unions and the declaration's words are the same lists.
-const CNIS: readonly Cni[] = CNI.values;
-const PROXY_MODES: readonly KubeProxyMode[] = KUBE_PROXY_MODE.values;
 const ALL_ROLES: readonly NodeRole[] = NODE_ROLES;
 const DOWNSTREAM: readonly DownstreamRole[] = DOWNSTREAM_ROLES;
 
@@ -163,7 +164,6 @@ export function validateEnvironment(
     v.rke2,
     "rke2",
     MANAGEMENT_CLUSTER,
-    { clusterCidr: "10.42.0.0/16", serviceCidr: "10.43.0.0/16" },
     listsManagementNodes && reads("rke2.version"),
   );
   const rancher = readRancher(r, v.rancher, deploy);
@@ -222,8 +222,13 @@ export function loadEnvironmentModel(
   return model;
 }
 
+/** A list item or other value no declaration reads: a string, then an IPv4 address. */
 function readIp(r: ConfigReader, value: unknown, path: string): string | undefined {
-  const s = r.string(value, path);
+  return ipOf(r, r.string(value, path), path);
+}
+
+/** `text`, read through the declaration, as an IPv4 address. */
+function ipOf(r: ConfigReader, s: string | undefined, path: string): string | undefined {
   if (s === undefined) return undefined;
   if (!isIpv4(s)) {
     r.problem(
@@ -235,13 +240,8 @@ function readIp(r: ConfigReader, value: unknown, path: string): string | undefin
   return s;
 }
 
-function readCidr(
-  r: ConfigReader,
-  value: unknown,
-  path: string,
-  fallback: string,
-): Cidr | undefined {
-  const text = value === undefined ? fallback : r.string(value, path);
+/** `text`, read through the declaration, as a network in CIDR form. */
+function cidrOf(r: ConfigReader, text: string | undefined, path: string): Cidr | undefined {
   if (text === undefined) return undefined;
   const cidr = parseCidr(text);
   if (!cidr) {
@@ -253,8 +253,8 @@ function readCidr(
   return cidr;
 }
 
-function readHostname(r: ConfigReader, value: unknown, path: string): string | undefined {
-  const s = r.string(value, path);
+/** `s`, read through the declaration, as a DNS name, lowercased. */
+function hostnameOf(r: ConfigReader, s: string | undefined, path: string): string | undefined {
   if (s === undefined) return undefined;
   if (!isHostname(s)) {
     r.problem(
@@ -279,10 +279,8 @@ function readSsh(
   required = true,
 ): SshEndpoint | undefined {
   const o = r.object(value, path) ?? {};
-  const host = o.host === undefined ? defaultHost : r.string(o.host, `${path}.host`);
-  const port = r.integer(o.port, `${path}.port`, 22, SSH_PORT.min, SSH_PORT.max);
-  const user = r.string(o.user, `${path}.user`) ?? "root";
-  const hostKey = r.string(o.hostKey, `${path}.hostKey`);
+  const { port, user, hostKey, ...given } = readSettings(r, SSH_KEYS, o, path);
+  const host = o.host === undefined ? defaultHost : given.host;
   if (host === undefined && required) {
     r.problem(`${path}.host`, `is missing; set the SSH address of ${who}.`);
   }
@@ -328,7 +326,7 @@ function readLibvirt(
     o.ssh === undefined && !hostRequired
       ? undefined
       : readSsh(r, o.ssh, "libvirt.ssh", undefined, "the libvirt host", hostRequired);
-  const network = r.string(o.network, "libvirt.network") ?? "default";
+  const { network, ...v } = readSettings(r, LIBVIRT_KEYS, o, "libvirt");
   // The name reaches `virsh net-update <network>` as an argument: one starting with "-" would be
   // read as an option.
   if (!LIBVIRT_NETWORK.test(network)) {
@@ -338,7 +336,7 @@ function readLibvirt(
         `on the KVM host (letters, digits, "_", "." and "-", not starting with "." or "-").`,
     );
   }
-  const subnet = readCidr(r, o.subnet, "libvirt.subnet", "192.168.122.0/24");
+  const subnet = cidrOf(r, v.subnet, "libvirt.subnet");
   const records: Record<string, string[]> = {};
   const rawRecords = r.object(o.dnsRecords, "libvirt.dnsRecords") ?? {};
   for (const [name, ips] of Object.entries(rawRecords)) {
@@ -352,44 +350,48 @@ function readLibvirt(
       .map((ip, i) => readIp(r, ip, `${path}[${i}]`))
       .filter((ip): ip is string => ip !== undefined);
   }
-  const dhcpDomain =
-    o.dhcpDomain === undefined ? undefined : readHostname(r, o.dhcpDomain, "libvirt.dhcpDomain");
+  const dhcpDomain = hostnameOf(r, v.dhcpDomain, "libvirt.dhcpDomain");
   if ((hostRequired && !ssh) || !subnet) return undefined;
   return { ...(ssh ? { ssh } : {}), network, subnet: subnet.text, dnsRecords: records, dhcpDomain };
 }
 
+/**
+ * A cluster's settings, the management cluster's (`rke2`) or a downstream one's: both are read
+ * with the management cluster's declaration; a key a downstream cluster does not take is reported
+ * by checkKnownKeys.
+ */
 function readClusterSettings(
   r: ConfigReader,
   value: unknown,
   path: string,
   name: string,
-  defaults: { clusterCidr: string; serviceCidr: string },
   versionRequired = true,
 ): ClusterSettings {
   const o = r.object(value, path) ?? {};
-  const version = versionRequired
-    ? r.requiredString(
-        o.version,
-        `${path}.version`,
-        "set the RKE2 release to install, e.g. v1.35.7+rke2r1.",
-      )
-    : r.string(o.version, `${path}.version`);
+  const v = readSettings(r, MANAGEMENT_CLUSTER_KEYS, o, path);
+  const version = o.version === undefined || o.version === "" ? undefined : v.version;
+  if (versionRequired && (o.version === undefined || o.version === "")) {
+    r.problem(
+      `${path}.version`,
+      "is missing; set the RKE2 release to install, e.g. v1.35.7+rke2r1.",
+    );
+  }
   if (version !== undefined && !RKE2_VERSION.test(version)) {
     r.problem(
       `${path}.version`,
       `"${version}" is not an RKE2 release; write it as v<major>.<minor>.<patch>+rke2r<n>, e.g. v1.35.7+rke2r1.`,
     );
   }
-  const clusterCidr = readCidr(r, o.clusterCidr, `${path}.clusterCidr`, defaults.clusterCidr);
-  const serviceCidr = readCidr(r, o.serviceCidr, `${path}.serviceCidr`, defaults.serviceCidr);
-  const tlsSan = (r.stringList(o.tlsSan, `${path}.tlsSan`) ?? []).filter((san, i) => {
+  const clusterCidr = cidrOf(r, v.clusterCidr, `${path}.clusterCidr`);
+  const serviceCidr = cidrOf(r, v.serviceCidr, `${path}.serviceCidr`);
+  const tlsSan = (v.tlsSan ?? []).filter((san, i) => {
     const ok = isIpv4(san) || isHostname(san);
     if (!ok)
       r.problem(`${path}.tlsSan[${i}]`, `"${san}" is neither an IPv4 address nor a DNS name.`);
     return ok;
   });
   const registrationAddress = readRegistrationAddress(r, o.registrationAddress, path, name);
-  const privateRegistry = r.string(o.privateRegistry, `${path}.privateRegistry`);
+  const privateRegistry = v.privateRegistry;
   if (privateRegistry?.includes("@")) {
     // Never echoed: what stands before "@" is a user name and likely a password.
     // rancher/rke2-docs@9477b7b1df1f:docs/install/airgap.md: system-default-registry is a host
@@ -407,18 +409,14 @@ function readClusterSettings(
       `"${privateRegistry}" must be host[:port], e.g. 192.168.122.156:30000.`,
     );
   }
-  const snap = r.object(o.etcdSnapshot, `${path}.etcdSnapshot`) ?? {};
-  const scheduleCron =
-    r.string(snap.scheduleCron, `${path}.etcdSnapshot.scheduleCron`) ?? "0 */12 * * *";
-  checkCronSchedule(r, `${path}.etcdSnapshot.scheduleCron`, scheduleCron);
-  const retention = r.integer(
-    snap.retention,
-    `${path}.etcdSnapshot.retention`,
-    5,
-    SNAPSHOT_RETENTION.min,
-    SNAPSHOT_RETENTION.max,
+  const etcdSnapshot = readSettings(
+    r,
+    ETCD_SNAPSHOT_KEYS,
+    r.object(o.etcdSnapshot, `${path}.etcdSnapshot`) ?? {},
+    `${path}.etcdSnapshot`,
   );
-  const nodePortRange = r.string(o.nodePortRange, `${path}.nodePortRange`) ?? "30000-32767";
+  checkCronSchedule(r, `${path}.etcdSnapshot.scheduleCron`, etcdSnapshot.scheduleCron);
+  const nodePortRange = v.nodePortRange;
   const ports = /^(\d{1,5})-(\d{1,5})$/.exec(nodePortRange);
   if (!ports || Number(ports[1]) >= Number(ports[2]) || Number(ports[2]) > 65535) {
     r.problem(
@@ -426,12 +424,13 @@ function readClusterSettings(
       `"${nodePortRange}" must be "<low>-<high>" within 1-65535, e.g. 30000-32767.`,
     );
   }
-  const clusterDomain = readHostname(
+  const clusterDomain = hostnameOf(r, v.clusterDomain, `${path}.clusterDomain`);
+  const joinGate = readSettings(
     r,
-    o.clusterDomain ?? "cluster.local",
-    `${path}.clusterDomain`,
+    JOIN_GATE_KEYS,
+    r.object(o.joinGate, `${path}.joinGate`) ?? {},
+    `${path}.joinGate`,
   );
-  const gate = r.object(o.joinGate, `${path}.joinGate`) ?? {};
   const passThrough = (key: "extraConfig" | "serverConfig" | "agentConfig") => {
     const settings = readPassThrough(r, o[key], `${path}.${key}`);
     return settings === undefined ? {} : { [key]: settings };
@@ -442,48 +441,22 @@ function readClusterSettings(
     ...passThrough("agentConfig"),
     name,
     version: version ?? "",
-    cni: r.oneOf(o.cni, `${path}.cni`, CNIS, DEFAULT_CNI),
-    clusterCidr: clusterCidr?.text ?? defaults.clusterCidr,
-    serviceCidr: serviceCidr?.text ?? defaults.serviceCidr,
-    clusterDnsIp: nthAddress(serviceCidr ?? parseCidr(defaults.serviceCidr)!, 10),
-    clusterDomain: clusterDomain ?? "cluster.local",
-    kubeProxyMode: r.oneOf(
-      o.kubeProxyMode,
-      `${path}.kubeProxyMode`,
-      PROXY_MODES,
-      DEFAULT_KUBE_PROXY_MODE,
-    ),
+    cni: v.cni,
+    // A network given but malformed is reported above; the model keeps the default.
+    clusterCidr: clusterCidr?.text ?? CLUSTER_KEYS.clusterCidr.fallback,
+    serviceCidr: serviceCidr?.text ?? CLUSTER_KEYS.serviceCidr.fallback,
+    clusterDnsIp: nthAddress(serviceCidr ?? parseCidr(CLUSTER_KEYS.serviceCidr.fallback)!, 10),
+    clusterDomain: clusterDomain ?? CLUSTER_KEYS.clusterDomain.fallback,
+    kubeProxyMode: v.kubeProxyMode,
     tlsSan,
     registrationAddress,
     privateRegistry,
-    etcdSnapshot: { scheduleCron, retention },
+    etcdSnapshot,
     nodePortRange,
-    installCommand:
-      r.string(o.installCommand, `${path}.installCommand`) ??
-      "curl -sfL https://get.rke2.io | sh -",
-    joinGate: {
-      timeoutSeconds: r.integer(
-        gate.timeoutSeconds,
-        `${path}.joinGate.timeoutSeconds`,
-        900,
-        JOIN_GATE_TIMEOUT.min,
-        JOIN_GATE_TIMEOUT.max,
-      ),
-      pollSeconds: r.integer(
-        gate.pollSeconds,
-        `${path}.joinGate.pollSeconds`,
-        2,
-        JOIN_GATE_POLL.min,
-        JOIN_GATE_POLL.max,
-      ),
-    },
-    serverJoin: r.oneOf(o.serverJoin, `${path}.serverJoin`, SERVER_JOIN.values, "sequential"),
-    dnsDelivery: r.oneOf(
-      o.dnsDelivery,
-      `${path}.dnsDelivery`,
-      DNS_DELIVERY.values,
-      "serverManifest",
-    ),
+    installCommand: v.installCommand,
+    joinGate,
+    serverJoin: v.serverJoin,
+    dnsDelivery: v.dnsDelivery,
   };
 }
 
@@ -576,20 +549,13 @@ function readRancher(
     if (seen.has(name))
       r.problem(`${path}.name`, `"${name}" is declared twice; cluster names must be unique.`);
     seen.add(name);
-    const settings = readClusterSettings(
-      r,
-      c,
-      path,
-      name,
-      { clusterCidr: "10.42.0.0/16", serviceCidr: "10.43.0.0/16" },
-      keyIsRead(deploy, `${path}.version`),
-    );
+    const settings = readClusterSettings(r, c, path, name, keyIsRead(deploy, `${path}.version`));
     downstreamClusters.push({
       ...settings,
-      insecureRegistration: r.boolean(
+      insecureRegistration: DOWNSTREAM_CLUSTER_KEYS.insecureRegistration.read(
+        r,
         c.insecureRegistration,
         `${path}.insecureRegistration`,
-        false,
       ),
     });
   });
@@ -684,9 +650,10 @@ function readNodes(
     // RFC 1123 subdomains as node names (kubernetes/kubernetes@v1.35.4:
     // pkg/apis/core/validation/validation.go, ValidateNodeName = NameIsDNSSubdomain;
     // k8s.io/apimachinery@v0.35.4:pkg/util/validation/validation.go, IsDNS1123Subdomain).
-    const name = readHostname(r, o.name, `${path}.name`);
+    const v = readSettings(r, NODE_KEYS, o, path);
+    const name = hostnameOf(r, v.name, `${path}.name`);
     if (o.name === undefined) r.problem(`${path}.name`, "is missing; set the node's hostname.");
-    const ip = readIp(r, o.ip, `${path}.ip`);
+    const ip = ipOf(r, v.ip, `${path}.ip`);
     if (o.ip === undefined) r.problem(`${path}.ip`, "is missing; set the node's address.");
     if (name !== undefined) {
       if (names.has(name)) {
@@ -707,7 +674,7 @@ function readNodes(
         );
       } else ips.set(ip, i);
     }
-    const cluster = r.string(o.cluster, `${path}.cluster`) ?? MANAGEMENT_CLUSTER;
+    const cluster = v.cluster;
     if (!clusterNames.includes(cluster)) {
       r.problem(
         `${path}.cluster`,
@@ -795,15 +762,19 @@ function readDns(r: ConfigReader, value: unknown, upstreamsRequired: boolean): D
       .map((ip, i) => readIp(r, ip, `${path}[${i}]`))
       .filter((ip): ip is string => ip !== undefined);
   }
-  const neutralizedSearchDomains = (
-    r.stringList(o.neutralizedSearchDomains, "dns.neutralizedSearchDomains") ?? []
-  )
-    .map((d, i) => readHostname(r, d, `dns.neutralizedSearchDomains[${i}]`))
+  const v = readSettings(r, DNS_KEYS, o, "dns");
+  const neutralizedSearchDomains = (v.neutralizedSearchDomains ?? [])
+    .map((d, i) => hostnameOf(r, d, `dns.neutralizedSearchDomains[${i}]`))
     .filter((d): d is string => d !== undefined);
-  const nl = r.object(o.nodeLocal, "dns.nodeLocal") ?? {};
+  const nl = readSettings(
+    r,
+    NODE_LOCAL_KEYS,
+    r.object(o.nodeLocal, "dns.nodeLocal") ?? {},
+    "dns.nodeLocal",
+  );
   const nodeLocal = {
-    enabled: r.boolean(nl.enabled, "dns.nodeLocal.enabled", false),
-    ip: readIp(r, nl.ip ?? "169.254.20.10", "dns.nodeLocal.ip") ?? "169.254.20.10",
+    enabled: nl.enabled,
+    ip: ipOf(r, nl.ip, "dns.nodeLocal.ip") ?? NODE_LOCAL_KEYS.ip.fallback,
   };
   const upstreamList = r.array(o.upstreamResolvers, "dns.upstreamResolvers");
   if (upstreamsRequired && (!upstreamList || upstreamList.length === 0)) {
@@ -837,7 +808,7 @@ function readPolicyNamespaces(r: ConfigReader, value: unknown): DnsPolicyNamespa
     } else if (typeof item === "object" && item !== null && !Array.isArray(item)) {
       const o = item as Record<string, unknown>;
       name = r.requiredString(o.name, `${path}.name`, "give the namespace's name.");
-      isolate = r.boolean(o.isolate, `${path}.isolate`, false);
+      isolate = POLICY_NAMESPACE_KEYS.isolate.read(r, o.isolate, `${path}.isolate`);
     } else {
       r.problem(
         path,
@@ -879,27 +850,25 @@ function readPolicyNamespaces(r: ConfigReader, value: unknown): DnsPolicyNamespa
 
 function readNodePreparation(r: ConfigReader, value: unknown): NodePreparationSettings {
   const o = r.object(value, "nodePreparation") ?? {};
-  const devices = r.stringList(o.unmanagedDevices, "nodePreparation.unmanagedDevices");
+  const { unmanagedDevices: devices, bringUpKubeIpvs } = readSettings(
+    r,
+    NODE_PREPARATION_KEYS,
+    o,
+    "nodePreparation",
+  );
   for (const p of devices ? unmanagedDevicesProblems(devices) : []) {
     const index = p.index === undefined ? "" : `[${p.index}]`;
     r.problem(`nodePreparation.unmanagedDevices${index}`, p.message);
   }
   return {
     unmanagedDevices: devices ?? DEFAULT_UNMANAGED_DEVICES,
-    bringUpKubeIpvs: r.boolean(o.bringUpKubeIpvs, "nodePreparation.bringUpKubeIpvs", false),
+    bringUpKubeIpvs,
   };
 }
 
 function readDeploy(r: ConfigReader, value: unknown): DeploySelection {
   // Keys other than these are reported by checkKnownKeys.
-  const o = r.object(value, "deploy") ?? {};
-  return {
-    libvirtDnsRecords: r.boolean(o.libvirtDnsRecords, "deploy.libvirtDnsRecords", true),
-    nodePreparation: r.boolean(o.nodePreparation, "deploy.nodePreparation", true),
-    rke2Servers: r.boolean(o.rke2Servers, "deploy.rke2Servers", true),
-    clusterDns: r.boolean(o.clusterDns, "deploy.clusterDns", true),
-    rancherClusters: r.boolean(o.rancherClusters, "deploy.rancherClusters", true),
-  };
+  return readSettings(r, DEPLOY_KEYS, r.object(value, "deploy") ?? {}, "deploy");
 }
 
 function checkNetworks(
@@ -1419,7 +1388,11 @@ function readLibvirtGateway(
   if (given === undefined) {
     return subnet && subnet.prefix <= 30 ? numberToIp(subnet.base + 1) : undefined;
   }
-  const ip = readIp(r, given, "libvirt.gateway");
+  // A gateway that is not a string is reported where libvirt's settings are read.
+  const ip =
+    typeof given === "string" && given.trim() !== ""
+      ? ipOf(r, given.trim(), "libvirt.gateway")
+      : undefined;
   if (ip === undefined || !subnet) return undefined;
   const size = cidrSize(subnet);
   if (

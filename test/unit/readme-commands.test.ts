@@ -44,7 +44,13 @@ import * as os from "os";
 import * as path from "path";
 import { SECRET_KEYS } from "../../components/model";
 import { CONFIG_NAMESPACE } from "../../infra/config/validate";
-import { isSetting, KeyMap, KeySchema, STACK_CONFIG_KEYS } from "../../infra/config/stack-keys";
+import {
+  isSetting,
+  KeyMap,
+  KeySchema,
+  Setting,
+  STACK_CONFIG_KEYS,
+} from "../../infra/config/stack-keys";
 
 const ROOT = path.resolve(__dirname, "..", "..", "..");
 const CLI = path.resolve(__dirname, "..", "..", "infra", "cli");
@@ -336,6 +342,18 @@ function schemaAt(key: string): "setting" | "map" | "list" | { readonly unknown:
     }
   }
   return isSetting(schema) ? "setting" : isList(schema) ? "list" : "map";
+}
+
+/** The declaration of the setting at `key` (`a.b`, `list[].c`), or undefined. */
+function settingAt(key: string): Setting | undefined {
+  let schema: KeySchema = STACK_CONFIG_KEYS;
+  for (const segment of keySegments(key)) {
+    if (isSetting(schema)) return undefined;
+    if (isList(schema)) schema = schema[0];
+    else if (Object.hasOwn(schema as KeyMap, segment)) schema = (schema as KeyMap)[segment];
+    else return undefined;
+  }
+  return isSetting(schema) ? schema : undefined;
 }
 
 /** Every setting STACK_CONFIG_KEYS declares, as `a.b`, `list[].c`. */
@@ -650,20 +668,29 @@ describe("stack files in README.md and docs/*.md", function () {
 describe("stack config keys in README.md and docs/*.md", () => {
   const REFERENCE = "docs/configuration.md";
 
-  /** The keys of the reference table's first column, `.x` expanded to the sibling of the first. */
-  function referenceKeys(): { key: string; line: number }[] {
+  /**
+   * The keys of the reference table's first column, `.x` expanded to the sibling of the first,
+   * each with its row's last cell (the default), `\|` read as `|`.
+   */
+  function referenceKeys(): { key: string; line: number; defaultCell: string }[] {
     const lines = read(REFERENCE).split("\n");
     const start = lines.indexOf("## Keys");
     assert.ok(start >= 0, `${REFERENCE} has no section "## Keys"`);
-    const keys: { key: string; line: number }[] = [];
+    const keys: { key: string; line: number; defaultCell: string }[] = [];
     for (let i = start + 1; i < lines.length && !lines[i].startsWith("## "); i++) {
       const cell = /^\|([^|]*)\|/.exec(lines[i])?.[1] ?? "";
       const named = [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]);
       if (named.length === 0) continue;
+      const cells = lines[i].split(/(?<!\\)\|/);
+      const defaultCell = (cells[cells.length - 2] ?? "").replace(/\\\|/g, "|");
       const first = named[0];
       const base = first.slice(0, Math.max(first.lastIndexOf("."), 0));
       for (const k of named)
-        keys.push({ key: canonicalKey(k.startsWith(".") ? base + k : k), line: i + 1 });
+        keys.push({
+          key: canonicalKey(k.startsWith(".") ? base + k : k),
+          line: i + 1,
+          defaultCell,
+        });
     }
     return keys;
   }
@@ -679,6 +706,23 @@ describe("stack config keys in README.md and docs/*.md", () => {
     const wrong = referenceKeys()
       .filter(({ key }) => schemaAt(key) !== "setting")
       .map(({ key, line }) => `${REFERENCE}:${line} ${key}`);
+    assert.deepEqual(wrong, []);
+  });
+
+  it(`the table of ${REFERENCE} gives every default the declaration gives`, () => {
+    const wrong: string[] = [];
+    for (const { key, line, defaultCell } of referenceKeys()) {
+      const fallback = settingAt(key)?.json.default;
+      if (fallback === undefined) continue;
+      // A downstream cluster's settings are the management cluster's, defaults included.
+      const written = /as under `rke2`/.test(defaultCell)
+        ? (referenceKeys().find(
+            (k) => k.key === key.replace(/^rancher\.downstreamClusters\[\]/, "rke2"),
+          )?.defaultCell ?? "")
+        : defaultCell;
+      if (!written.includes(String(fallback)))
+        wrong.push(`${REFERENCE}:${line} ${key}: the default is ${JSON.stringify(fallback)}`);
+    }
     assert.deepEqual(wrong, []);
   });
 
