@@ -10,15 +10,19 @@ import * as pulumi from "@pulumi/pulumi";
 import { SECRET_KEYS, SecretKey } from "../components/model";
 import { MANAGEMENT_STACK_KEY, ManagementStackOutputs } from "./config/management-stack";
 import { ConfigProblem } from "./config/problems";
+import { StackSettings } from "./config/stack-keys";
 import { CONFIG_NAMESPACE, configWarnings, validateEnvironment } from "./config/validate";
 import { deployEnvironment, EnvironmentOutputs } from "./program";
 
 /**
  * An estate's settings: a stack file's `rke2-remediation:` keys as plain values, e.g.
  * `{ nodes: [{ name, ip, role: "server", ssh: { hostKey } }], rke2: { version }, dns: {...} }`.
+ * The type is derived from the stack config's declaration (./config/stack-keys.ts), so a
+ * misspelt key or a value of the wrong type fails to compile; what only validation knows
+ * (addresses, names, the keys a selection requires) fails at preview, every problem at once.
  * docs/configuration.md lists every key with its default.
  */
-export type EstateSettings = Readonly<Record<string, unknown>>;
+export type EstateSettings = StackSettings;
 
 export interface Rke2EstateArgs {
   /** The estate's settings; the secrets below are not among them. */
@@ -58,7 +62,9 @@ export class Rke2Estate extends pulumi.ComponentResource {
 
   constructor(name: string, args: Rke2EstateArgs, opts?: pulumi.ComponentResourceOptions) {
     super("rke2remediation:estate:Rke2Estate", name, {}, opts);
-    const inSettings = SECRET_KEYS.filter((key) => args.settings[key] !== undefined);
+    // A program in JavaScript, or one that casts, can still pass them.
+    const values: Readonly<Record<string, unknown>> = args.settings;
+    const inSettings = SECRET_KEYS.filter((key) => values[key] !== undefined);
     if (inSettings.length > 0) {
       throw new pulumi.ResourceError(
         `${name}: settings.${inSettings.join(", settings.")} would be kept in plain text; pass ` +
@@ -67,7 +73,7 @@ export class Rke2Estate extends pulumi.ComponentResource {
       );
     }
     const secrets = estateSecrets(args);
-    const raw = { values: args.settings, secretKeys: new Set(Object.keys(secrets)) };
+    const raw = { values, secretKeys: new Set(Object.keys(secrets)) };
     const { model, problems } = validateEnvironment(name, raw, {
       requireSecrets: true,
       managementOutputs: args.managementOutputs,

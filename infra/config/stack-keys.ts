@@ -14,6 +14,7 @@ import {
   DEFAULT_CNI,
   DEFAULT_KUBE_PROXY_MODE,
   MANAGEMENT_CLUSTER,
+  NodeRole,
   SECRET_KEYS,
 } from "../../components/model";
 import { MANAGEMENT_STACK_KEY } from "./management-stack";
@@ -27,20 +28,22 @@ export type JsonSchema = { readonly [keyword: string]: unknown };
  * validator reads it (`read`: the value when its shape is right, else a problem recorded and the
  * default). A setting with a default gives it in its schema too, so an editor shows it.
  */
-export abstract class Setting<T = unknown> {
+export abstract class Setting<T = unknown, I = unknown> {
+  /** Only for the type of what a stack may write here (`StackSettings`); never set. */
+  declare readonly input?: I;
   constructor(readonly json: JsonSchema) {}
   abstract read(r: ConfigReader, value: unknown, path: string): T;
 }
 
 /** A value its own reader in ./validate.ts checks (names keyed by host, RKE2 flags, roles). */
-class RawSetting extends Setting<unknown> {
+class RawSetting<I> extends Setting<unknown, I> {
   read(_r: ConfigReader, value: unknown): unknown {
     return value;
   }
 }
 
 /** A non-empty string, trimmed; `fallback` when absent. */
-export class TextSetting<T extends string | undefined> extends Setting<T> {
+export class TextSetting<T extends string | undefined> extends Setting<T, string> {
   constructor(readonly fallback: T) {
     super(fallback === undefined ? TEXT_JSON : { ...TEXT_JSON, default: fallback });
   }
@@ -50,7 +53,7 @@ export class TextSetting<T extends string | undefined> extends Setting<T> {
 }
 
 /** true or false. */
-export class FlagSetting extends Setting<boolean> {
+export class FlagSetting extends Setting<boolean, boolean> {
   constructor(readonly fallback: boolean) {
     super({ type: "boolean", default: fallback });
   }
@@ -60,7 +63,7 @@ export class FlagSetting extends Setting<boolean> {
 }
 
 /** A list of non-empty strings, each trimmed; undefined when absent. */
-export class TextsSetting extends Setting<string[] | undefined> {
+export class TextsSetting extends Setting<string[] | undefined, readonly string[]> {
   constructor() {
     super({ type: "array", items: TEXT_JSON });
   }
@@ -70,7 +73,7 @@ export class TextsSetting extends Setting<string[] | undefined> {
 }
 
 /** A whole number from `min` to `max`. */
-export class WholeSetting extends Setting<number> {
+export class WholeSetting extends Setting<number, number> {
   constructor(
     readonly min: number,
     readonly max: number,
@@ -84,7 +87,7 @@ export class WholeSetting extends Setting<number> {
 }
 
 /** One of a few words. */
-export class ChoiceSetting<T extends string> extends Setting<T> {
+export class ChoiceSetting<T extends string> extends Setting<T, T> {
   constructor(
     readonly values: readonly T[],
     readonly fallback: T,
@@ -124,11 +127,15 @@ const choice = <T extends string>(values: readonly T[], fallback: T) =>
   new ChoiceSetting(values, fallback);
 /** Host names, each with its list of addresses. */
 const addressesByName = () =>
-  new RawSetting({ type: "object", additionalProperties: { type: "array", items: TEXT_JSON } });
+  new RawSetting<Readonly<Record<string, readonly string[]>>>({
+    type: "object",
+    additionalProperties: { type: "array", items: TEXT_JSON },
+  });
 /** RKE2 settings passed through as config.yaml has them: a scalar or a list of scalars. */
 const RKE2_SCALAR: JsonSchema = { type: ["string", "number", "boolean"] };
+type Rke2Scalar = string | number | boolean;
 const rke2Settings = () =>
-  new RawSetting({
+  new RawSetting<Readonly<Record<string, Rke2Scalar | readonly Rke2Scalar[]>>>({
     type: "object",
     additionalProperties: { anyOf: [RKE2_SCALAR, { type: "array", items: RKE2_SCALAR }] },
   });
@@ -208,8 +215,8 @@ export const NODE_KEYS = {
   name: text(),
   ip: text(),
   cluster: text(MANAGEMENT_CLUSTER),
-  role: new RawSetting(ROLE_JSON),
-  roles: new RawSetting({ type: "array", items: ROLE_JSON }),
+  role: new RawSetting<NodeRole>(ROLE_JSON),
+  roles: new RawSetting<readonly NodeRole[]>({ type: "array", items: ROLE_JSON }),
   ssh: SSH_KEYS,
   extraConfig: rke2Settings(),
 } satisfies KeyMap;
@@ -238,7 +245,8 @@ export const DEPLOY_KEYS = {
   rancherClusters: flag(true),
 } satisfies KeyMap;
 
-export const STACK_CONFIG_KEYS: KeyMap = {
+/** The stack config's settings: every key but the secrets. */
+export const STACK_SETTINGS_KEYS = {
   libvirt: LIBVIRT_KEYS,
   nodes: [NODE_KEYS],
   rke2: MANAGEMENT_CLUSTER_KEYS,
@@ -251,8 +259,30 @@ export const STACK_CONFIG_KEYS: KeyMap = {
   nodePreparation: NODE_PREPARATION_KEYS,
   deploy: DEPLOY_KEYS,
   [MANAGEMENT_STACK_KEY]: text(),
+} satisfies KeyMap;
+
+export const STACK_CONFIG_KEYS: KeyMap = {
+  ...STACK_SETTINGS_KEYS,
   ...Object.fromEntries(SECRET_KEYS.map((key) => [key, text()])),
 };
+
+/** What a stack may write at a key of the declaration, as a TypeScript type. */
+export type SettingInput<S> =
+  S extends Setting<unknown, infer I>
+    ? I
+    : S extends readonly [infer E]
+      ? readonly SettingInput<E>[]
+      : S extends KeyMap
+        ? S extends { readonly [OR_NAME]: true }
+          ? string | SettingsInput<S>
+          : SettingsInput<S>
+        : never;
+/** A map of settings as a stack may write it: every key optional (validation says which are required). */
+export type SettingsInput<M> = {
+  readonly [K in Exclude<keyof M, typeof OR_NAME>]?: SettingInput<M[K]>;
+};
+/** The stack config's settings (the secrets aside), as `Rke2Estate` takes them. */
+export type StackSettings = SettingsInput<typeof STACK_SETTINGS_KEYS>;
 
 /** The values a map's settings give, by key: its nested maps and lists are read by their own. */
 export type SettingValues<M extends KeyMap> = {

@@ -4,7 +4,7 @@
  */
 import * as assert from "assert/strict";
 import * as pulumi from "@pulumi/pulumi";
-import { Rke2Estate } from "../../infra/estate";
+import { EstateSettings, Rke2Estate } from "../../infra/estate";
 import { deployEnvironment } from "../../infra/program";
 import { recordProgram } from "../../infra/mock-runtime";
 import type { RecordedResource } from "../../components/model";
@@ -13,7 +13,7 @@ import { TEST_SECRETS } from "../support/program";
 
 const ESTATE_TYPE = "rke2remediation:estate:Rke2Estate";
 
-function estate(settings: Record<string, unknown>, name = "lab"): Promise<RecordedResource[]> {
+function estate(settings: EstateSettings, name = "lab"): Promise<RecordedResource[]> {
   return recordProgram("one-server", "test", () => {
     new Rke2Estate(name, {
       settings,
@@ -24,7 +24,7 @@ function estate(settings: Record<string, unknown>, name = "lab"): Promise<Record
 }
 
 /** The error a program's registration ends with, as the engine would report it. */
-async function refusal(settings: Record<string, unknown>): Promise<string> {
+async function refusal(settings: EstateSettings): Promise<string> {
   try {
     await estate(settings);
   } catch (err) {
@@ -101,8 +101,24 @@ describe("Rke2Estate", () => {
     );
   });
 
+  it("types its settings from the declaration: a misspelt key or a wrong word does not compile", async () => {
+    // The types tier (tsc) fails when either line below compiles; the run checks that
+    // validation refuses the same settings for a program that is not type-checked.
+    // @ts-expect-error -- rke2 has tlsSan, not tlsSans.
+    const misspelt: EstateSettings = { rke2: { tlsSans: ["rke2.example.com"] } };
+    // @ts-expect-error -- weave is not one of the CNIs RKE2 ships.
+    const unknownCni: EstateSettings = { rke2: { cni: "weave" } };
+    const settings = [misspelt, unknownCni].map((s) => ({ ...labRawConfig().values, ...s }));
+    assert.match(await refusal(settings[0]), / {2}- settings\.rke2\.tlsSans: .*tlsSan/);
+    assert.match(await refusal(settings[1]), / {2}- settings\.rke2\.cni: must be one of /);
+  });
+
   it("refuses a secret written among the settings, where it would sit in plain text", async () => {
-    const message = await refusal({ ...labRawConfig().values, rke2Token: "K10-plain" });
+    // Only a program that is not type-checked, or casts, can write it there.
+    const message = await refusal({
+      ...labRawConfig().values,
+      rke2Token: "K10-plain",
+    } as EstateSettings);
     assert.match(
       message,
       /settings\.rke2Token would be kept in plain text; pass it as the argument of the same name, a secret/,
