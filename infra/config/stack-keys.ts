@@ -188,14 +188,17 @@ export const CLUSTER_KEYS = {
  * Settings only the management cluster uses: Rancher installs and joins a downstream cluster's
  * nodes itself and gets its DNS fix as chartValues, so these would do nothing there.
  */
-export const MANAGEMENT_CLUSTER_KEYS = {
-  ...CLUSTER_KEYS,
+export const MANAGEMENT_ONLY_KEYS = {
   installCommand: text("curl -sfL https://get.rke2.io | sh -"),
   serverJoin: SERVER_JOIN,
   dnsDelivery: DNS_DELIVERY,
   registrationAddress: text(),
   serverConfig: rke2Settings(),
   agentConfig: rke2Settings(),
+} satisfies KeyMap;
+export const MANAGEMENT_CLUSTER_KEYS = {
+  ...CLUSTER_KEYS,
+  ...MANAGEMENT_ONLY_KEYS,
 } satisfies KeyMap;
 export const DOWNSTREAM_CLUSTER_KEYS = {
   ...CLUSTER_KEYS,

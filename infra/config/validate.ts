@@ -43,7 +43,7 @@ import {
   JOIN_GATE_KEYS,
   KeySchema,
   LIBVIRT_KEYS,
-  MANAGEMENT_CLUSTER_KEYS,
+  MANAGEMENT_ONLY_KEYS,
   NODE_KEYS,
   NODE_LOCAL_KEYS,
   NODE_PREPARATION_KEYS,
@@ -356,9 +356,8 @@ function readLibvirt(
 }
 
 /**
- * A cluster's settings, the management cluster's (`rke2`) or a downstream one's: both are read
- * with the management cluster's declaration; a key a downstream cluster does not take is reported
- * by checkKnownKeys.
+ * A cluster's settings, the management cluster's (`rke2`) or a downstream one's. A downstream
+ * cluster takes the management-only settings' defaults; checkKnownKeys reports one it gives.
  */
 function readClusterSettings(
   r: ConfigReader,
@@ -368,14 +367,22 @@ function readClusterSettings(
   versionRequired = true,
 ): ClusterSettings {
   const o = r.object(value, path) ?? {};
-  const v = readSettings(r, MANAGEMENT_CLUSTER_KEYS, o, path);
-  const version = o.version === undefined || o.version === "" ? undefined : v.version;
-  if (versionRequired && (o.version === undefined || o.version === "")) {
+  // A required version written empty is missing, as one left out.
+  const missingVersion = versionRequired && (o.version === undefined || o.version === "");
+  const v = readSettings(r, CLUSTER_KEYS, missingVersion ? { ...o, version: undefined } : o, path);
+  const management = readSettings(
+    r,
+    MANAGEMENT_ONLY_KEYS,
+    name === MANAGEMENT_CLUSTER ? o : {},
+    path,
+  );
+  if (missingVersion) {
     r.problem(
       `${path}.version`,
       "is missing; set the RKE2 release to install, e.g. v1.35.7+rke2r1.",
     );
   }
+  const version = v.version;
   if (version !== undefined && !RKE2_VERSION.test(version)) {
     r.problem(
       `${path}.version`,
@@ -453,10 +460,10 @@ function readClusterSettings(
     privateRegistry,
     etcdSnapshot,
     nodePortRange,
-    installCommand: v.installCommand,
+    installCommand: management.installCommand,
     joinGate,
-    serverJoin: v.serverJoin,
-    dnsDelivery: v.dnsDelivery,
+    serverJoin: management.serverJoin,
+    dnsDelivery: management.dnsDelivery,
   };
 }
 

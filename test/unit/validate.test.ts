@@ -176,6 +176,22 @@ describe("stack config validation", () => {
   });
 
   describe("RKE2 settings", () => {
+    it("reports a version left out or written empty once, as missing", () => {
+      for (const version of [undefined, ""]) {
+        const problems = problemsOf(estateWith("rke2.version", version));
+        assert.deepEqual(
+          problems.map((p) => [p.key, p.message]),
+          [
+            [
+              stackKey("rke2.version"),
+              "is missing; set the RKE2 release to install, e.g. v1.35.7+rke2r1.",
+            ],
+          ],
+          JSON.stringify(version),
+        );
+      }
+    });
+
     it("accepts a tls-san without the servers' own addresses (RKE2 adds them itself)", () => {
       assert.deepEqual(problemsOf(estateWith("rke2.tlsSan", undefined)), []);
     });
@@ -317,6 +333,21 @@ describe("stack config validation", () => {
   });
 
   describe("keys the schema does not know", () => {
+    it("reports a management-only setting on a downstream cluster once, as a key it does not use", () => {
+      const raw = estateWith("rancher.downstreamClusters[0].serverJoin", 5);
+      setAt(raw, "rancher.downstreamClusters[0].installCommand", "");
+      assert.deepEqual(
+        problemsOf(raw).map((p) => [
+          p.key,
+          /is not a setting this program uses here/.test(p.message),
+        ]),
+        [
+          [stackKey("rancher.downstreamClusters[0].serverJoin"), true],
+          [stackKey("rancher.downstreamClusters[0].installCommand"), true],
+        ],
+      );
+    });
+
     const cases: { path: (string | number)[]; value: unknown; key: string; closest: string }[] = [
       {
         path: ["dns", "nodelocal"],
