@@ -42,7 +42,7 @@ class RawSetting<I> extends Setting<unknown, I> {
   }
 }
 
-/** A non-empty string, trimmed; `fallback` when absent. */
+/** A non-empty string, trimmed; `fallback` when absent, or when unreadable (the problem recorded). */
 export class TextSetting<T extends string | undefined> extends Setting<T, string> {
   constructor(readonly fallback: T) {
     super(fallback === undefined ? TEXT_JSON : { ...TEXT_JSON, default: fallback });
