@@ -131,6 +131,8 @@ const addressesByName = () =>
     type: "object",
     additionalProperties: { type: "array", items: TEXT_JSON },
   });
+/** A list of addresses its reader checks item by item, naming each by its place in the list. */
+const addresses = () => new RawSetting<readonly string[]>({ type: "array", items: TEXT_JSON });
 /** RKE2 settings passed through as config.yaml has them: a scalar or a list of scalars. */
 const RKE2_SCALAR: JsonSchema = { type: ["string", "number", "boolean"] };
 type Rke2Scalar = string | number | boolean;
@@ -233,7 +235,7 @@ export const DNS_KEYS = {
   staticHosts: addressesByName(),
   neutralizedSearchDomains: texts(),
   nodeLocal: NODE_LOCAL_KEYS,
-  upstreamResolvers: texts(),
+  upstreamResolvers: addresses(),
   policyNamespaces: [POLICY_NAMESPACE_KEYS],
 } satisfies KeyMap;
 export const NODE_PREPARATION_KEYS = {

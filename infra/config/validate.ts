@@ -397,7 +397,8 @@ function readClusterSettings(
       r.problem(`${path}.tlsSan[${i}]`, `"${san}" is neither an IPv4 address nor a DNS name.`);
     return ok;
   });
-  const registrationAddress = readRegistrationAddress(r, o.registrationAddress, path, name);
+  // Downstream clusters do not take it: the unknown-key check reports it there.
+  const registrationAddress = registrationAddressOf(r, management.registrationAddress, path);
   const privateRegistry = v.privateRegistry;
   if (privateRegistry?.includes("@")) {
     // Never echoed: what stands before "@" is a user name and likely a password.
@@ -467,19 +468,14 @@ function readClusterSettings(
   };
 }
 
-/** `<path>.registrationAddress`: an IPv4 address or a DNS name, for the management cluster only. */
-function readRegistrationAddress(
+/** `<path>.registrationAddress`, read through the declaration: an IPv4 address or a DNS name. */
+function registrationAddressOf(
   r: ConfigReader,
-  value: unknown,
+  s: string | undefined,
   path: string,
-  cluster: string,
 ): string | undefined {
-  if (value === undefined) return undefined;
-  const key = `${path}.registrationAddress`;
-  // Downstream clusters do not know the key: the unknown-key check reports it there.
-  if (cluster !== MANAGEMENT_CLUSTER) return undefined;
-  const s = r.string(value, key);
   if (s === undefined) return undefined;
+  const key = `${path}.registrationAddress`;
   // A name whose last label is all digits is a mistyped address, not a DNS name.
   const dnsName = isHostname(s) && !/(^|\.)\d+$/.test(s);
   if (!isIpv4(s) && !dnsName) {

@@ -8,6 +8,12 @@ import { MANAGEMENT_CLUSTER, serversOf } from "../../components/model";
 import { ConfigProblem } from "../../infra/config/problems";
 import { loadEnvironmentModel, validateEnvironment } from "../../infra/config/validate";
 import {
+  isListSchema,
+  isSetting,
+  KeySchema,
+  STACK_SETTINGS_KEYS,
+} from "../../infra/config/stack-keys";
+import {
   estateModel,
   estateRawConfig,
   labManagementOutputs,
@@ -22,6 +28,15 @@ import {
   setAt,
   stackKey,
 } from "./fixtures";
+
+/** Every setting a declaration map holds, as a config path (`a.b`, `list[0].c`). */
+function declaredSettingPaths(schema: KeySchema, at = ""): string[] {
+  if (isSetting(schema)) return [at];
+  if (isListSchema(schema)) return declaredSettingPaths(schema[0], `${at}[0]`);
+  return Object.entries(schema).flatMap(([key, inner]) =>
+    declaredSettingPaths(inner, at === "" ? key : `${at}.${key}`),
+  );
+}
 
 /** The one problem reported under `path`; fails when there is none or more than one. */
 function problemAt(problems: readonly ConfigProblem[], path: string): ConfigProblem {
@@ -176,6 +191,13 @@ describe("stack config validation", () => {
   });
 
   describe("RKE2 settings", () => {
+    it("reports a registration address that is not text once", () => {
+      assert.deepEqual(
+        problemsOf(estateWith("rke2.registrationAddress", 5)).map((p) => [p.key, p.message]),
+        [[stackKey("rke2.registrationAddress"), "must be a non-empty string, found 5."]],
+      );
+    });
+
     it("reports a version left out or written empty once, as missing", () => {
       for (const version of [undefined, ""]) {
         const problems = problemsOf(estateWith("rke2.version", version));
@@ -617,6 +639,27 @@ describe("stack config validation", () => {
   });
 
   describe("reporting", () => {
+    it("reports each problem once, whatever declared setting holds a value of the wrong kind", () => {
+      // Every setting of the declaration but the management stack's name (its outputs are
+      // another test's), at the first entry of each list.
+      const paths = declaredSettingPaths(STACK_SETTINGS_KEYS).filter(
+        (p) => p !== "managementStack",
+      );
+      assert.ok(paths.length > 60, `only ${paths.length} settings found`);
+      const twice: string[] = [];
+      for (const path of paths) {
+        for (const value of [5, [5], {}]) {
+          const seen = new Set<string>();
+          for (const p of problemsOf(estateWith(path, value))) {
+            const line = `${p.key}: ${p.message}`;
+            if (seen.has(line)) twice.push(`${path} = ${JSON.stringify(value)} -> ${line}`);
+            seen.add(line);
+          }
+        }
+      }
+      assert.deepEqual(twice, []);
+    });
+
     it("reports every problem, not only the first", () => {
       const raw = estateRawConfig();
       setAt(raw, "rke2.version", "1.35.6");
