@@ -62,13 +62,18 @@ export class FlagSetting extends Setting<boolean, boolean> {
   }
 }
 
-/** A list of non-empty strings, each trimmed; undefined when absent. */
+/**
+ * A list of non-empty strings, each trimmed; undefined when absent, or when an item is not one
+ * (that item's problem recorded), so the checks a reader makes on the items name each by its own
+ * place in the list.
+ */
 export class TextsSetting extends Setting<string[] | undefined, readonly string[]> {
   constructor() {
     super({ type: "array", items: TEXT_JSON });
   }
   read(r: ConfigReader, value: unknown, path: string): string[] | undefined {
-    return r.stringList(value, path);
+    const list = r.stringList(value, path);
+    return list && Array.isArray(value) && list.length === value.length ? list : undefined;
   }
 }
 

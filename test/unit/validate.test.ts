@@ -191,6 +191,14 @@ describe("stack config validation", () => {
   });
 
   describe("RKE2 settings", () => {
+    it("names a list item by its own place when an item before it is not text", () => {
+      const raw = estateWith("rke2.tlsSan", [5, "not a name"]);
+      assert.deepEqual(
+        problemsOf(raw).map((p) => p.key),
+        [stackKey("rke2.tlsSan[0]")],
+      );
+    });
+
     it("reports a registration address that is not text once", () => {
       assert.deepEqual(
         problemsOf(estateWith("rke2.registrationAddress", 5)).map((p) => [p.key, p.message]),
