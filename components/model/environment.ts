@@ -121,6 +121,11 @@ export interface LibvirtSettings {
   readonly ssh?: SshEndpoint;
   readonly network: string;
   readonly subnet: string;
+  /**
+   * The KVM host's address on the network, which no node may take: the stack's
+   * `libvirt.gateway`, else the subnet's first address; unset for a subnet too small for one.
+   */
+  readonly gateway?: string;
   /** hostname -> addresses, each a `<host>` record in the network's dnsmasq. */
   readonly dnsRecords: Readonly<Record<string, readonly string[]>>;
   /** When set, the network's DHCP domain is moved to this value (off by default). */

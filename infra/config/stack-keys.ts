@@ -13,6 +13,7 @@
 import {
   DEFAULT_CNI,
   DEFAULT_KUBE_PROXY_MODE,
+  DEFAULT_UNMANAGED_DEVICES,
   MANAGEMENT_CLUSTER,
   NodeRole,
   SECRET_KEYS,
@@ -63,17 +64,22 @@ export class FlagSetting extends Setting<boolean, boolean> {
 }
 
 /**
- * A list of non-empty strings, each trimmed; undefined when absent, or when an item is not one
+ * A list of non-empty strings, each trimmed; `fallback` when absent, or when an item is not one
  * (that item's problem recorded), so the checks a reader makes on the items name each by its own
  * place in the list.
  */
-export class TextsSetting extends Setting<string[] | undefined, readonly string[]> {
-  constructor() {
-    super({ type: "array", items: TEXT_JSON });
+export class TextsSetting<T extends readonly string[] | undefined> extends Setting<
+  T,
+  readonly string[]
+> {
+  constructor(readonly fallback: T) {
+    const json = { type: "array", items: TEXT_JSON };
+    super(fallback === undefined ? json : { ...json, default: fallback });
   }
-  read(r: ConfigReader, value: unknown, path: string): string[] | undefined {
+  read(r: ConfigReader, value: unknown, path: string): T {
     const list = r.stringList(value, path);
-    return list && Array.isArray(value) && list.length === value.length ? list : undefined;
+    const whole = list && Array.isArray(value) && list.length === value.length ? list : undefined;
+    return (whole ?? this.fallback) as T;
   }
 }
 
@@ -126,7 +132,11 @@ function text(fallback?: string) {
   return new TextSetting(fallback);
 }
 const flag = (fallback: boolean) => new FlagSetting(fallback);
-const texts = () => new TextsSetting();
+function texts(): TextsSetting<readonly string[] | undefined>;
+function texts(fallback: readonly string[]): TextsSetting<readonly string[]>;
+function texts(fallback?: readonly string[]) {
+  return new TextsSetting(fallback);
+}
 const whole = (min: number, max: number, fallback: number) => new WholeSetting(min, max, fallback);
 const choice = <T extends string>(values: readonly T[], fallback: T) =>
   new ChoiceSetting(values, fallback);
@@ -147,43 +157,32 @@ const rke2Settings = () =>
     additionalProperties: { anyOf: [RKE2_SCALAR, { type: "array", items: RKE2_SCALAR }] },
   });
 
-export const SSH_PORT = whole(1, 65535, 22);
-export const SNAPSHOT_RETENTION = whole(1, 1000, 5);
-export const JOIN_GATE_TIMEOUT = whole(10, 86400, 900);
-export const JOIN_GATE_POLL = whole(1, 60, 2);
-export const CNI = choice(["calico", "canal", "cilium", "flannel"] as const, DEFAULT_CNI);
-export const KUBE_PROXY_MODE = choice(["ipvs", "iptables"] as const, DEFAULT_KUBE_PROXY_MODE);
-export const SERVER_JOIN = choice(["sequential", "parallel"] as const, "sequential");
-export const DNS_DELIVERY = choice(
-  ["serverManifest", "helmChartConfig"] as const,
-  "serverManifest",
-);
 export const DOWNSTREAM_ROLES = ["etcd", "controlplane", "worker"] as const;
 export const NODE_ROLES = ["server", "agent", ...DOWNSTREAM_ROLES] as const;
 const ROLE_JSON: JsonSchema = { enum: NODE_ROLES };
 
 export const SSH_KEYS = {
   host: text(),
-  port: SSH_PORT,
+  port: whole(1, 65535, 22),
   user: text("root"),
   hostKey: text(),
 } satisfies KeyMap;
 export const ETCD_SNAPSHOT_KEYS = {
   scheduleCron: text("0 */12 * * *"),
-  retention: SNAPSHOT_RETENTION,
+  retention: whole(1, 1000, 5),
 } satisfies KeyMap;
 export const JOIN_GATE_KEYS = {
-  timeoutSeconds: JOIN_GATE_TIMEOUT,
-  pollSeconds: JOIN_GATE_POLL,
+  timeoutSeconds: whole(10, 86400, 900),
+  pollSeconds: whole(1, 60, 2),
 } satisfies KeyMap;
 /** Settings of every cluster, management or downstream. */
 export const CLUSTER_KEYS = {
   version: text(),
-  cni: CNI,
+  cni: choice(["calico", "canal", "cilium", "flannel"] as const, DEFAULT_CNI),
   clusterCidr: text("10.42.0.0/16"),
   serviceCidr: text("10.43.0.0/16"),
   clusterDomain: text("cluster.local"),
-  kubeProxyMode: KUBE_PROXY_MODE,
+  kubeProxyMode: choice(["ipvs", "iptables"] as const, DEFAULT_KUBE_PROXY_MODE),
   tlsSan: texts(),
   privateRegistry: text(),
   etcdSnapshot: ETCD_SNAPSHOT_KEYS,
@@ -197,13 +196,13 @@ export const CLUSTER_KEYS = {
  */
 export const MANAGEMENT_ONLY_KEYS = {
   installCommand: text("curl -sfL https://get.rke2.io | sh -"),
-  serverJoin: SERVER_JOIN,
-  dnsDelivery: DNS_DELIVERY,
+  serverJoin: choice(["sequential", "parallel"] as const, "sequential"),
+  dnsDelivery: choice(["serverManifest", "helmChartConfig"] as const, "serverManifest"),
   registrationAddress: text(),
   serverConfig: rke2Settings(),
   agentConfig: rke2Settings(),
 } satisfies KeyMap;
-export const MANAGEMENT_CLUSTER_KEYS = {
+const MANAGEMENT_CLUSTER_KEYS = {
   ...CLUSTER_KEYS,
   ...MANAGEMENT_ONLY_KEYS,
 } satisfies KeyMap;
@@ -244,7 +243,7 @@ export const DNS_KEYS = {
   policyNamespaces: [POLICY_NAMESPACE_KEYS],
 } satisfies KeyMap;
 export const NODE_PREPARATION_KEYS = {
-  unmanagedDevices: texts(),
+  unmanagedDevices: texts(DEFAULT_UNMANAGED_DEVICES),
   bringUpKubeIpvs: flag(false),
 } satisfies KeyMap;
 export const DEPLOY_KEYS = {

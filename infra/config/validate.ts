@@ -1,7 +1,6 @@
 import {
   ClusterSettings,
   Cni,
-  DEFAULT_UNMANAGED_DEVICES,
   DeploySelection,
   DnsPolicyNamespace,
   DnsSettings,
@@ -326,7 +325,8 @@ function readLibvirt(
     o.ssh === undefined && !hostRequired
       ? undefined
       : readSsh(r, o.ssh, "libvirt.ssh", undefined, "the libvirt host", hostRequired);
-  const { network, ...v } = readSettings(r, LIBVIRT_KEYS, o, "libvirt");
+  const v = readSettings(r, LIBVIRT_KEYS, o, "libvirt");
+  const network = v.network;
   // The name reaches `virsh net-update <network>` as an argument: one starting with "-" would be
   // read as an option.
   if (!LIBVIRT_NETWORK.test(network)) {
@@ -351,8 +351,16 @@ function readLibvirt(
       .filter((ip): ip is string => ip !== undefined);
   }
   const dhcpDomain = hostnameOf(r, v.dhcpDomain, "libvirt.dhcpDomain");
+  const gateway = libvirtGateway(r, v.gateway, subnet);
   if ((hostRequired && !ssh) || !subnet) return undefined;
-  return { ...(ssh ? { ssh } : {}), network, subnet: subnet.text, dnsRecords: records, dhcpDomain };
+  return {
+    ...(ssh ? { ssh } : {}),
+    network,
+    subnet: subnet.text,
+    ...(gateway ? { gateway } : {}),
+    dnsRecords: records,
+    dhcpDomain,
+  };
 }
 
 /**
@@ -853,20 +861,12 @@ function readPolicyNamespaces(r: ConfigReader, value: unknown): DnsPolicyNamespa
 
 function readNodePreparation(r: ConfigReader, value: unknown): NodePreparationSettings {
   const o = r.object(value, "nodePreparation") ?? {};
-  const { unmanagedDevices: devices, bringUpKubeIpvs } = readSettings(
-    r,
-    NODE_PREPARATION_KEYS,
-    o,
-    "nodePreparation",
-  );
-  for (const p of devices ? unmanagedDevicesProblems(devices) : []) {
+  const settings = readSettings(r, NODE_PREPARATION_KEYS, o, "nodePreparation");
+  for (const p of unmanagedDevicesProblems(settings.unmanagedDevices)) {
     const index = p.index === undefined ? "" : `[${p.index}]`;
     r.problem(`nodePreparation.unmanagedDevices${index}`, p.message);
   }
-  return {
-    unmanagedDevices: devices ?? DEFAULT_UNMANAGED_DEVICES,
-    bringUpKubeIpvs,
-  };
+  return settings;
 }
 
 function readDeploy(r: ConfigReader, value: unknown): DeploySelection {
@@ -1324,7 +1324,7 @@ interface EstateFacts {
 }
 
 function checkEstateMistakes(r: ConfigReader, facts: EstateFacts): void {
-  const gateway = readLibvirtGateway(r, facts.raw.values.libvirt, facts.libvirt);
+  const gateway = facts.libvirt?.gateway;
   checkNodeAddresses(r, facts, gateway);
   checkRegistrationAddressPlacement(r, facts, gateway);
   checkClusterNetworkSizes(r, facts.clusters);
@@ -1381,21 +1381,15 @@ function specialBlockOf(ip: string): string | undefined {
  * network puts it (libvirt/libvirt@2b9e27710 src/network/default.xml.in: `<ip
  * address='192.168.122.1' netmask='255.255.255.0'>`, DHCP from .2 to .254).
  */
-function readLibvirtGateway(
+function libvirtGateway(
   r: ConfigReader,
-  value: unknown,
-  libvirt: LibvirtSettings | undefined,
+  given: string | undefined,
+  subnet: Cidr | undefined,
 ): string | undefined {
-  const subnet = libvirt ? parseCidr(libvirt.subnet) : undefined;
-  const given = (value as { gateway?: unknown } | null | undefined)?.gateway;
   if (given === undefined) {
     return subnet && subnet.prefix <= 30 ? numberToIp(subnet.base + 1) : undefined;
   }
-  // A gateway that is not a string is reported where libvirt's settings are read.
-  const ip =
-    typeof given === "string" && given.trim() !== ""
-      ? ipOf(r, given.trim(), "libvirt.gateway")
-      : undefined;
+  const ip = ipOf(r, given, "libvirt.gateway");
   if (ip === undefined || !subnet) return undefined;
   const size = cidrSize(subnet);
   if (

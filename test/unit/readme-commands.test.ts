@@ -720,7 +720,9 @@ describe("stack config keys in README.md and docs/*.md", () => {
             (k) => k.key === key.replace(/^rancher\.downstreamClusters\[\]/, "rke2"),
           )?.defaultCell ?? "")
         : defaultCell;
-      if (!written.includes(String(fallback)))
+      // A list is written as its items, separated by ", ".
+      const shown = Array.isArray(fallback) ? fallback.join(", ") : String(fallback);
+      if (!written.includes(shown))
         wrong.push(`${REFERENCE}:${line} ${key}: the default is ${JSON.stringify(fallback)}`);
     }
     assert.deepEqual(wrong, []);
