@@ -154,8 +154,11 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           config,
           managedKeys,
           ...serverInputs,
+          // Outputs the step reports: the SDK makes an output only for a declared prop.
           startedAt: undefined,
           dataDir: undefined,
+          installedVersion: undefined,
+          restartPending: undefined,
         },
         { parent: this, dependsOn: after, additionalSecretOutputs: ["config"] },
       );

@@ -10,13 +10,14 @@
  * and etcd data never removed by Pulumi.
  */
 import * as pulumi from "@pulumi/pulumi";
-import type { SshEndpoint } from "../model";
+import { urlHost, type SshEndpoint } from "../model";
 import * as ssh from "../ssh/run-script";
 import type { HostKeyState } from "../ssh/host-material";
 import { scriptText } from "../assets";
 import * as YAML from "yaml";
-import { dataDirOf, parseConfigFile, planConfig } from "./config-adoption";
+import { dataDirOf, effectiveConfigOf, FoundConfig, planConfig } from "./config-adoption";
 import { parseMemberList } from "./etcd-members";
+import { clusterReleaseProblem } from "./releases";
 import { decideStart, isMemberList, NodeFacts, parseNodeFacts, StartContext } from "./start-plan";
 
 /** Another server, reached over SSH to read its facts. */
@@ -111,17 +112,38 @@ async function factsOf(
     FACTS_TIMEOUT_MS,
   );
   const facts = parseNodeFacts(result.stdout, node, role);
-  // The script reads data-dir with sed; the parsed file must agree, or no path is trusted.
-  const doc =
-    facts.configText === undefined
-      ? undefined
-      : parseConfigFile(facts.configText, node, "/etc/rancher/rke2/config.yaml");
-  if (dataDirOf(doc, node) !== facts.dataDir)
+  // The script reads data-dir with sed; the merged files must agree, or no path is trusted.
+  const effective = effectiveConfigOf(foundConfigOf(facts, inputs.version), node);
+  if (dataDirOf(effective, node) !== facts.dataDir)
     throw new Error(
-      `cannot read RKE2's data-dir on ${node}: config.yaml sets it in a form the facts script reads ` +
-        `as ${facts.dataDir}. Nothing was changed; write data-dir as a plain line (data-dir: /path) and re-run.`,
+      `cannot read RKE2's data-dir on ${node}: ${effective.get("data-dir")?.source ?? "its files"} ` +
+        `set it in a form the facts script reads as ${facts.dataDir}. Nothing was changed; write ` +
+        `data-dir as a plain line (data-dir: /path) and re-run.`,
     );
   return facts;
+}
+
+/** The address of a server's own etcd peer URL, when its etcd answered. */
+function peerAddressOf(facts: NodeFacts): string | undefined {
+  const list = facts.ownMembers;
+  if (!isMemberList(list)) return undefined;
+  const url = list.members.find((m) => m.id === list.readFrom)?.peerUrls[0];
+  return url === undefined ? undefined : urlHost(url);
+}
+
+/** What the config decision reads of the facts; defaults are the installed release's. */
+function foundConfigOf(facts: NodeFacts, stackVersion: string): FoundConfig {
+  return {
+    text: facts.configText,
+    dropIns: facts.dropIns,
+    environment: facts.environment,
+    tokenFiles: facts.tokenFiles,
+    hostName: facts.hostName,
+    serverToken: facts.serverToken,
+    release: /^v\d/.test(facts.version) ? facts.version : stackVersion,
+    holdsEtcdData: facts.etcdData,
+    peerAddress: peerAddressOf(facts),
+  };
 }
 
 /** The first server's own member list, read through its facts (retried: a busy etcd can miss
@@ -150,11 +172,7 @@ function membershipText(facts: NodeFacts, inputs: NodeStartInputs, decided?: str
 }
 
 function configPlanOf(inputs: NodeStartInputs, facts: NodeFacts) {
-  return planConfig(
-    inputs.config,
-    { text: facts.configText, hostName: facts.hostName, serverToken: facts.serverToken },
-    inputs.node,
-  );
+  return planConfig(inputs.config, foundConfigOf(facts, inputs.version), inputs.node);
 }
 
 /** The state as found on the host, keeping the inputs. */
@@ -197,12 +215,25 @@ export async function startOnNode(
   if (inputs.role === "server" && inputs.joinsThrough) {
     const through = inputs.joinsThrough;
     joinsThrough = { node: through.node, members: await memberListOf(inputs, through) };
-  } else if (inputs.role === "server" && !facts.etcdData) {
-    peersWithData = [];
-    for (const peer of inputs.peers ?? []) {
-      if ((await factsOf(inputs, peer.connection, peer.node, "server")).etcdData)
-        peersWithData.push(peer.node);
-    }
+  } else if (inputs.role === "server") {
+    // The first server reads every other server before it changes anything: which hold etcd
+    // data (a bootstrap beside them would split the cluster), and which release each runs
+    // (an upgrade path must work for all of them).
+    const peers: { node: string; facts: NodeFacts }[] = [];
+    for (const peer of inputs.peers ?? [])
+      peers.push({
+        node: peer.node,
+        facts: await factsOf(inputs, peer.connection, peer.node, "server"),
+      });
+    peersWithData = peers.filter((p) => p.facts.etcdData).map((p) => p.node);
+    const releases = [{ node: inputs.node, facts }, ...peers].filter(
+      (p) => p.facts.version !== "none",
+    );
+    const problem = clusterReleaseProblem(
+      releases.map((p) => ({ node: p.node, version: p.facts.version })),
+      inputs.version,
+    );
+    if (problem) throw new Error(`${problem}. Nothing was changed.`);
   }
   const decision = decideStart({
     node: inputs.node,

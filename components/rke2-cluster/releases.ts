@@ -59,3 +59,65 @@ export function releaseStepProblem(installed: string, desired: string): string |
   }
   return undefined;
 }
+
+/** A server and the release its rke2 binary reports ("none" when absent). */
+export interface InstalledRelease {
+  readonly node: string;
+  readonly version: string;
+}
+
+/**
+ * Why `desired` cannot be rolled out to servers that run these releases, naming a path that
+ * works for every one of them, or undefined when each server's step is supported. Checked
+ * before the first server changes: on a mix (1.35, 1.34, 1.34 with a stack at 1.36) the first
+ * server would otherwise be upgraded and the others refused, and the advice to them would be a
+ * downgrade of the first. The path starts from the oldest server's minor release.
+ */
+export function clusterReleaseProblem(
+  servers: readonly InstalledRelease[],
+  desired: string,
+): string | undefined {
+  const problems = servers
+    .map((s) => ({ ...s, problem: releaseStepProblem(s.version, desired) }))
+    .filter((s) => s.problem !== undefined);
+  if (problems.length === 0) return undefined;
+  const to = parseRke2Release(desired);
+  const installed = servers
+    .map((s) => ({ node: s.node, release: parseRke2Release(s.version) }))
+    .filter((s): s is { node: string; release: Rke2Release } => s.release !== undefined);
+  const why = problems.map((s) => `${s.node}: ${s.problem}`).join("; ");
+  if (!to || installed.length === 0 || installed.length < problems.length)
+    return `rke2.version ${desired} cannot be rolled out to every server (${why})`;
+  const oldest = installed.reduce((a, b) => (compare(a.release, b.release) <= 0 ? a : b));
+  const newest = installed.reduce((a, b) => (compare(a.release, b.release) >= 0 ? a : b));
+  const runs = servers.map((s) => `${s.node} ${s.version}`).join(", ");
+  if (compare(to, newest.release) < 0)
+    return (
+      `the servers run ${runs}, and rke2.version ${desired} would downgrade ${newest.node}. ` +
+      `RKE2 does not downgrade a running node: set rke2.version to ${printRelease(newest.release)} ` +
+      `or later, one minor release at a time from the oldest server (${why})`
+    );
+  const steps: string[] = [];
+  for (let minor = oldest.release.minor + 1; minor <= to.minor; minor++) {
+    // A step must not take the newest server back: within its minor, its patch or later.
+    const floor = installed
+      .map((s) => s.release)
+      .filter((r) => r.major === to.major && r.minor === minor)
+      .reduce<Rke2Release | undefined>((a, b) => (!a || compare(b, a) > 0 ? b : a), undefined);
+    steps.push(
+      minor === to.minor
+        ? desired
+        : `the latest v${to.major}.${minor} release${floor ? ` (${printRelease(floor)} or later)` : ""}`,
+    );
+  }
+  return (
+    `the servers run ${runs}: rke2.version ${desired} is not a supported step for every one of them ` +
+    `(${why}). Upgrade from the oldest, ${oldest.node} at ${printRelease(oldest.release)}, one ` +
+    `minor release at a time: set rke2.version to ` +
+    `${steps.join(", run pulumi up, then ")}`
+  );
+}
+
+function printRelease(r: Rke2Release): string {
+  return `v${r.major}.${r.minor}.${r.patch}+rke2r${r.revision}`;
+}

@@ -10,7 +10,16 @@
 #   active=yes|no               whether it runs
 #   config_sha256=<hex|none>    of /etc/rancher/rke2/config.yaml
 #   config_b64=<base64>         the file itself (absent when there is none)
-#   data_dir=<path>             the file's data-dir, else RKE2's default
+#   config_dropin=<b64 path> <b64 text>   each *.yaml|*.yml of config.yaml.d, in RKE2's order
+#   config_dropin_error=<b64 path>        one that cannot be read
+#   env_file=<b64 path> <b64 text>        each environment file of the unit that exists, its
+#                                         RKE2_* lines only, in the unit's order
+#   token_file=<b64 path> <sha256> <password sha256>   each file a token-file setting names
+#   token_file_error=<b64 path> missing|unreadable
+#   data_dir=<path>             the last data-dir the files set, else RKE2_DATA_DIR, else RKE2's
+#                               default (the operator merges the files and compares)
+#   other_unit=yes|no           whether the other role's unit (rke2-agent for a server) is
+#   other_active=yes|no         installed, and whether it runs
 #   host_name=<name>            uname -n, which RKE2 names the node after without node-name
 #   addresses=<ip ...>          every address of the host
 #   restart_pending=<why|none>  a change rke2-start.sh made that its restart has not yet applied
@@ -51,24 +60,96 @@ echo "version=$version"
 if systemctl list-unit-files "$UNIT" 2>/dev/null | grep -q "^$UNIT"; then echo "unit=yes"; else echo "unit=no"; fi
 if systemctl is-active --quiet "$UNIT"; then echo "active=yes"; else echo "active=no"; fi
 
-# data-dir as a plain top-level scalar; the operator parses the whole file and refuses to go on
-# when its reading differs from this one.
-DATA_DIR=/var/lib/rancher/rke2
+# RKE2 reads config.yaml, then config.yaml.d/*.yaml and *.yml (any case) in byte-wise name
+# order (k3s-io/k3s@7464a828:pkg/configfilearg/parser.go, dotDFiles and readConfigFile), and the
+# RKE2_* variables of its unit's environment files (rancher/rke2@v1.35.7+rke2r1:
+# bundle/lib/systemd/system/rke2-server.service, EnvironmentFile=). The files are reported
+# whole; the operator merges them.
+FILES=()
+[ -f "$CONFIG" ] && FILES+=("$CONFIG")
+if [ -d "$CONFIG.d" ]; then
+  while IFS= read -r -d '' dropin; do
+    case "${dropin,,}" in
+      *.yaml | *.yml) ;;
+      *) continue ;;
+    esac
+    [ -f "$dropin" ] || continue
+    if [ -r "$dropin" ] && text="$(base64 -w0 <"$dropin")"; then
+      echo "config_dropin=$(printf '%s' "$dropin" | base64 -w0) $text"
+      FILES+=("$dropin")
+    else
+      echo "config_dropin_error=$(printf '%s' "$dropin" | base64 -w0)"
+    fi
+  done < <(find "$CONFIG.d" -mindepth 1 -maxdepth 1 -print0 | LC_ALL=C sort -z)
+fi
+ENV_FILES=()
+for env_file in "/etc/default/rke2-$ROLE" "/etc/sysconfig/rke2-$ROLE" \
+  "/usr/local/lib/systemd/system/rke2-$ROLE.env" "/usr/lib/systemd/system/rke2-$ROLE.env"; do
+  [ -f "$env_file" ] || continue
+  ENV_FILES+=("$env_file")
+  echo "env_file=$(printf '%s' "$env_file" | base64 -w0) $(grep -E '^[[:space:]]*(export[[:space:]]+)?RKE2_' "$env_file" | base64 -w0)"
+done
+
+# A top-level scalar of the files, the last one that sets it, without quotes or a trailing comment.
+file_setting() {
+  local file value found=""
+  for file in "${FILES[@]}"; do
+    value="$(sed -n "s/^$1+\{0,1\}:[[:space:]]*//p" "$file" | tail -n1 | sed 's/[[:space:]]#.*$//; s/[[:space:]]*$//' | tr -d "\"'")"
+    [ -n "$value" ] && found="$value"
+  done
+  printf '%s' "$found"
+}
+env_setting() {
+  local file value found=""
+  for file in "${ENV_FILES[@]}"; do
+    value="$(sed -n "s/^[[:space:]]*\(export[[:space:]]\{1,\}\)\{0,1\}$1=//p" "$file" | tail -n1 | tr -d "\"'")"
+    [ -n "$value" ] && found="$value"
+  done
+  printf '%s' "$found"
+}
+
 if [ -f "$CONFIG" ]; then
   echo "config_sha256=$(sha256sum "$CONFIG" | cut -d' ' -f1)"
   echo "config_b64=$(base64 -w0 <"$CONFIG")"
-  configured="$(sed -n 's/^data-dir:[[:space:]]*//p' "$CONFIG" | head -n1 | sed 's/[[:space:]]#.*$//; s/[[:space:]]*$//' | tr -d "\"'")"
-  [ -n "$configured" ] && DATA_DIR="${configured%/}"
 else
   echo "config_sha256=none"
 fi
+DATA_DIR="$(file_setting data-dir)"
+DATA_DIR="${DATA_DIR:-$(env_setting RKE2_DATA_DIR)}"
+DATA_DIR="${DATA_DIR:-/var/lib/rancher/rke2}"
+[ "$DATA_DIR" = / ] || DATA_DIR="${DATA_DIR%/}"
 echo "data_dir=$DATA_DIR"
+
+# Each file a token-file setting names (k3s-io/k3s@7464a828:pkg/cli/server/server.go: token-file
+# replaces token; pkg/util/file.go ReadFile trims it).
+token_paths="$(
+  for file in "${FILES[@]}"; do sed -n 's/^token-file:[[:space:]]*//p' "$file"; done
+  for file in "${ENV_FILES[@]}"; do sed -n 's/^[[:space:]]*\(export[[:space:]]\{1,\}\)\{0,1\}RKE2_TOKEN_FILE=//p' "$file"; done
+)"
+while IFS= read -r path; do
+  path="$(sed 's/[[:space:]]#.*$//; s/[[:space:]]*$//' <<<"$path" | tr -d "\"'")"
+  [ -n "$path" ] || continue
+  encoded="$(printf '%s' "$path" | base64 -w0)"
+  if [ ! -e "$path" ]; then
+    echo "token_file_error=$encoded missing"
+  elif [ ! -r "$path" ] || ! token="$(tr -d '[:space:]' <"$path")"; then
+    echo "token_file_error=$encoded unreadable"
+  else
+    echo "token_file=$encoded $(printf '%s' "$token" | sha256sum | cut -d' ' -f1) $(printf '%s' "${token#K10*::*:}" | sha256sum | cut -d' ' -f1)"
+    unset token
+  fi
+done <<<"$token_paths"
+
+OTHER="rke2-$([ "$ROLE" = server ] && echo agent || echo server).service"
+if systemctl list-unit-files "$OTHER" 2>/dev/null | grep -q "^$OTHER"; then echo "other_unit=yes"; else echo "other_unit=no"; fi
+if systemctl is-active --quiet "$OTHER"; then echo "other_active=yes"; else echo "other_active=no"; fi
 echo "host_name=$(uname -n)"
 echo "addresses=$(ip -o addr show 2>/dev/null | awk '{ sub(/\/.*/, "", $4); printf "%s ", $4 }')"
 if [ -f "$PENDING" ]; then echo "restart_pending=$(head -c 300 "$PENDING" | tr '\n' ' ')"; else echo "restart_pending=none"; fi
 
+# Servers, and agents too: a host declared an agent that holds etcd data was a server.
+if [ -d "$DATA_DIR/server/db/etcd/member" ]; then echo "etcd_data=yes"; else echo "etcd_data=no"; fi
 if [ "$ROLE" = "server" ]; then
-  if [ -d "$DATA_DIR/server/db/etcd/member" ]; then echo "etcd_data=yes"; else echo "etcd_data=no"; fi
   name_file="$DATA_DIR/server/db/etcd/name"
   if [ -f "$name_file" ] && [ -r "$name_file" ]; then
     echo "etcd_name=$(base64 -w0 <"$name_file")"

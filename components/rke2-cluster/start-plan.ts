@@ -24,7 +24,9 @@
  * and applied by the next pulumi up.
  */
 import { EtcdMemberList, Membership, findMember, parseMemberList } from "./etcd-members";
-import type { ConfigPlan } from "./config-adoption";
+import type { ConfigPlan, TokenFileFact } from "./config-adoption";
+import type { ConfigFileText, EnvironmentFile } from "./effective-config";
+import { parseEnvironmentFile } from "./effective-config";
 import { releaseStepProblem } from "./releases";
 
 /** What rke2-facts.sh found on a node. */
@@ -38,8 +40,17 @@ export interface NodeFacts {
   readonly configSha256: string;
   /** The file itself, undefined when absent. It holds the token: never log it. */
   readonly configText?: string;
-  /** RKE2's data-dir as the script found it in config.yaml (rechecked against the parsed file). */
+  /** The drop-ins of config.yaml.d RKE2 reads, in its order. They may hold the token. */
+  readonly dropIns: readonly ConfigFileText[];
+  /** The RKE2_* variables of the unit's environment files. They may hold the token. */
+  readonly environment: readonly EnvironmentFile[];
+  /** The files token-file settings name, as read. */
+  readonly tokenFiles: readonly TokenFileFact[];
+  /** RKE2's data-dir as the script found it (rechecked against the merged files). */
   readonly dataDir: string;
+  /** Whether the other role's unit is installed, and whether it runs. */
+  readonly otherUnit: boolean;
+  readonly otherActive: boolean;
   /** `uname -n`. */
   readonly hostName: string;
   /** Every address of the host. */
@@ -59,10 +70,39 @@ export interface NodeFacts {
 /** Parses rke2-facts.sh output; any missing or malformed line is an error naming the host. */
 export function parseNodeFacts(stdout: string, host: string, role: "server" | "agent"): NodeFacts {
   const values = new Map<string, string>();
+  const repeated = new Map<string, string[]>();
   for (const line of stdout.split("\n")) {
     const at = line.indexOf("=");
-    if (at > 0) values.set(line.slice(0, at), line.slice(at + 1).trim());
+    if (at <= 0) continue;
+    const key = line.slice(0, at);
+    values.set(key, line.slice(at + 1).trim());
+    repeated.set(key, [...(repeated.get(key) ?? []), line.slice(at + 1).trim()]);
   }
+  const b64 = (text: string | undefined) => Buffer.from(text ?? "", "base64").toString("utf8");
+  const unreadable = repeated.get("config_dropin_error") ?? [];
+  if (unreadable.length > 0)
+    throw new Error(
+      `cannot read ${b64(unreadable[0])} on ${host}: RKE2 reads it, so no decision can be made ` +
+        `without it. Nothing was changed; make it readable by root and re-run.`,
+    );
+  const dropIns = (repeated.get("config_dropin") ?? []).map((v) => {
+    const [path, text] = v.split(" ");
+    return { path: b64(path), text: b64(text) };
+  });
+  const environment = (repeated.get("env_file") ?? []).map((v) => {
+    const [path, text] = v.split(" ");
+    return { path: b64(path), variables: parseEnvironmentFile(b64(text)) };
+  });
+  const tokenFiles: TokenFileFact[] = [
+    ...(repeated.get("token_file") ?? []).map((v) => {
+      const [path, sha256, passwordSha256] = v.split(" ");
+      return { path: b64(path), sha256, passwordSha256 };
+    }),
+    ...(repeated.get("token_file_error") ?? []).map((v) => {
+      const [path, error] = v.split(" ");
+      return { path: b64(path), error };
+    }),
+  ];
   const need = (key: string): string => {
     const value = values.get(key);
     if (value === undefined || value === "")
@@ -83,7 +123,12 @@ export function parseNodeFacts(stdout: string, host: string, role: "server" | "a
     active: need("active") === "yes",
     configSha256: need("config_sha256"),
     configText: decoded("config_b64"),
+    dropIns,
+    environment,
+    tokenFiles,
     dataDir: need("data_dir"),
+    otherUnit: values.get("other_unit") === "yes",
+    otherActive: values.get("other_active") === "yes",
     hostName: need("host_name"),
     addresses: (values.get("addresses") ?? "").split(/\s+/).filter(Boolean),
     restartPending: pending === "none" ? undefined : pending,
@@ -96,7 +141,8 @@ export function parseNodeFacts(stdout: string, host: string, role: "server" | "a
   if (role === "agent")
     return {
       ...common,
-      etcdData: false,
+      // A server's etcd data on a host declared an agent: it was (or is) a server.
+      etcdData: values.get("etcd_data") === "yes",
       etcdName: { error: "agent" },
       ownMembers: { error: "agent" },
     };
@@ -129,7 +175,9 @@ export function isMemberList(x: NodeFacts["ownMembers"]): x is EtcdMemberList {
  * has a config.yaml it would start with. (A binary or unit installed alone has named nothing.)
  */
 export function hasRke2Footprint(facts: NodeFacts): boolean {
-  return facts.active || facts.etcdData || facts.configText !== undefined;
+  return (
+    facts.active || facts.etcdData || facts.configText !== undefined || facts.dropIns.length > 0
+  );
 }
 
 export interface StartContext {
@@ -168,6 +216,18 @@ export interface StartDecision {
 /** Refusals that hold before anything else: the node's name and the release path. */
 function checkNameAndRelease(ctx: StartContext): void {
   const { node, facts, config } = ctx;
+  const other = ctx.role === "server" ? "agent" : "server";
+  if (facts.otherActive || (ctx.role === "agent" && facts.etcdData)) {
+    throw new Error(
+      `${node}: the stack declares it ${ctx.role === "server" ? "a server" : "an agent"}, but ` +
+        (facts.otherActive
+          ? `rke2-${other}.service runs there`
+          : `it holds a server's etcd data in ${config.dataDir}/server/db`) +
+        `. Nothing was changed. Give the node the role it has (roles: [${other}${other === "server" ? ", ..." : ""}]); ` +
+        `changing a node's role means removing it from the cluster first (rke2-killall.sh, rke2-uninstall.sh) ` +
+        `and is not done by pulumi up.`,
+    );
+  }
   if (hasRke2Footprint(facts) && config.hostNodeName !== node) {
     throw new Error(
       `${node}: RKE2 on this host uses the node name ${config.hostNodeName} (its config.yaml's ` +
@@ -277,8 +337,11 @@ export function decideStart(ctx: StartContext): StartDecision {
   const install = facts.version !== desired.version || !facts.unit;
   const configChanged = config.changedKeys.length > 0;
   // Adoption: a node found running when the resource is created is verified, not restarted;
-  // what differs stays visible (state holds the host's values) and the next up applies it.
-  if (ctx.operation === "create" && facts.active && !moveStale) {
+  // what differs stays visible (state holds the host's values) and the next up applies it. A
+  // server found stopped with etcd data is adopted the same way: started as it is, its files
+  // untouched, so a change never reaches a member before it has been verified.
+  const stoppedMember = ctx.role === "server" && facts.etcdData && !facts.active;
+  if (ctx.operation === "create" && (facts.active || stoppedMember) && !moveStale) {
     if (install)
       reasons.push(
         `it runs ${facts.version}, not ${desired.version}; found running, so it is adopted as it is and ` +
@@ -293,11 +356,15 @@ export function decideStart(ctx: StartContext): StartDecision {
       reasons.push(
         `a restart is pending (${facts.restartPending}); the next pulumi up restarts it`,
       );
+    if (!facts.active)
+      reasons.push(
+        `rke2-${ctx.role}.service is not running; it holds etcd data, so it is started as it is`,
+      );
     return {
       install: false,
       moveStale,
       writeConfig: false,
-      action: "verify",
+      action: facts.active ? "verify" : "start",
       reasons,
       membership,
       etcdClusterId,

@@ -10,6 +10,7 @@ import {
   NODE_PREPARATION,
   RKE2_JOIN_GATE,
   RKE2_KUBECONFIG,
+  RKE2_NODE_START,
 } from "../../components/model";
 import { estateModel, estateRawConfig } from "../support/lab-stack";
 import { preparationAndRecordsStack } from "../support/minimal-stack";
@@ -74,6 +75,56 @@ describe("stack outputs (Pulumi mocks)", function () {
     const { outputs } = await recordEnvironment(estateModel(raw));
     assert.equal(outputs.managementCluster, undefined);
     assert.deepEqual(await valueOf(outputs.nodesPendingRestart), []);
+  });
+
+  describe("nodesPendingRestart, from what each node step found on its host", () => {
+    /** A node step's outputs: its inputs, with what the host has (`host(node)`) laid over. */
+    const found =
+      (host: (node: string) => Record<string, unknown>) =>
+      (type: string, _name: string, inputs: Record<string, unknown>) =>
+        type === RKE2_NODE_START.token ? { ...inputs, ...host(String(inputs.node)) } : inputs;
+    const converged = (inputs: Record<string, unknown>) => ({
+      installedVersion: inputs.version,
+      restartPending: "",
+    });
+
+    it("is empty on an estate whose nodes run the stack's release and keys and owe nothing", async () => {
+      const { outputs } = await recordEnvironment(estateModel(), undefined, (type, name, inputs) =>
+        found(() => converged(inputs))(type, name, inputs),
+      );
+      assert.deepEqual(await valueOf(outputs.nodesPendingRestart), []);
+    });
+
+    it("names exactly the servers with another release, another managed key or an owed restart", async () => {
+      const owes: Record<string, Record<string, unknown>> = {
+        "sza122020.local": { installedVersion: "v1.35.6+rke2r1" },
+        "sza122022.local": { restartPending: "rke2 v1.35.7+rke2r1, by pulumi up" },
+      };
+      const { outputs } = await recordEnvironment(estateModel(), undefined, (type, name, inputs) =>
+        found((node) => ({ ...converged(inputs), ...owes[node] }))(type, name, inputs),
+      );
+      assert.deepEqual(await valueOf(outputs.nodesPendingRestart), [
+        "sza122020.local",
+        "sza122022.local",
+      ]);
+      const { outputs: keyed } = await recordEnvironment(
+        estateModel(),
+        undefined,
+        (type, name, inputs) =>
+          found((node) => ({
+            ...converged(inputs),
+            ...(node === "sza122021.local"
+              ? {
+                  managedKeys: {
+                    ...(inputs.managedKeys as Record<string, string>),
+                    "etcd-snapshot-retention": "9",
+                  },
+                }
+              : {}),
+          }))(type, name, inputs),
+      );
+      assert.deepEqual(await valueOf(keyed.nodesPendingRestart), ["sza122021.local"]);
+    });
   });
 
   describe("of a stack of node preparation and the libvirt records only", () => {

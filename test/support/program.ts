@@ -15,11 +15,17 @@ export interface RecordedEnvironment {
 export async function recordEnvironment(
   model: EnvironmentModel,
   secrets: EnvironmentSecrets = { sshPrivateKey: pulumi.secret("key") },
+  outputsFor?: Parameters<typeof recordProgram>[3],
 ): Promise<RecordedEnvironment> {
   let outputs: EnvironmentOutputs | undefined;
-  const resources = await recordProgram("rke2-remediation", model.stack, () => {
-    outputs = deployEnvironment(model, secrets);
-  });
+  const resources = await recordProgram(
+    "rke2-remediation",
+    model.stack,
+    () => {
+      outputs = deployEnvironment(model, secrets);
+    },
+    outputsFor,
+  );
   if (!outputs) throw new Error("the program returned no outputs");
   return { resources, outputs };
 }

@@ -8,6 +8,8 @@ import { estateModel } from "../support/lab-stack";
 
 /** The estates as people wrote them (test/lab/estates, copied from the incident's servers). */
 const ESTATES = path.join(__dirname, "..", "..", "..", "test", "lab", "estates", "seed-003");
+/** The release the estate runs: RKE2's defaults are this release line's. */
+const RELEASE = "v1.35.6+rke2r1";
 const TOKEN = "K10" + "ab".repeat(32) + "::server:lab-cluster-password";
 
 function handWritten(variant: string, host: string): string {
@@ -36,7 +38,11 @@ const serverToken = (token: string) => ({
 describe("config.yaml of a hand-built server is adopted, not replaced", () => {
   it("finds nothing to change on seed 003's joining server, and leaves the file byte for byte", () => {
     const text = handWritten("as-found", "sza122021.local");
-    const plan = planConfig(rendered(1), { text, hostName: "sza122021.local" }, "sza122021.local");
+    const plan = planConfig(
+      rendered(1),
+      { text, hostName: "sza122021.local", release: RELEASE },
+      "sza122021.local",
+    );
     assert.deepEqual(plan.changedKeys, []);
     assert.equal(plan.text, text);
     // Absent keys count as RKE2's defaults: node-name is the host name, cluster-dns the 10th
@@ -49,7 +55,7 @@ describe("config.yaml of a hand-built server is adopted, not replaced", () => {
     const text = handWritten("as-found", "sza122020.local");
     const plan = planConfig(
       rendered(0),
-      { text, hostName: "sza122020.local", serverToken: serverToken(TOKEN) },
+      { text, hostName: "sza122020.local", release: RELEASE, serverToken: serverToken(TOKEN) },
       "sza122020.local",
     );
     assert.deepEqual(plan.changedKeys, []);
@@ -61,6 +67,7 @@ describe("config.yaml of a hand-built server is adopted, not replaced", () => {
       {
         text: handWritten("as-found", "sza122020.local"),
         hostName: "sza122020.local",
+        release: RELEASE,
         serverToken: serverToken(TOKEN),
       },
       "sza122020.local",
@@ -71,10 +78,15 @@ describe("config.yaml of a hand-built server is adopted, not replaced", () => {
   it("refuses a stack token that is not the running cluster's, without showing either", () => {
     const other = "K10" + "cd".repeat(32) + "::server:another-password";
     for (const found of [
-      { text: handWritten("as-found", "sza122021.local"), hostName: "sza122021.local" },
+      {
+        text: handWritten("as-found", "sza122021.local"),
+        hostName: "sza122021.local",
+        release: RELEASE,
+      },
       {
         text: handWritten("as-found", "sza122020.local"),
         hostName: "sza122020.local",
+        release: RELEASE,
         serverToken: serverToken(TOKEN),
       },
     ]) {
@@ -96,7 +108,7 @@ describe("config.yaml of a hand-built server is adopted, not replaced", () => {
     stack["etcd-snapshot-retention"] = 7;
     const plan = planConfig(
       YAML.stringify(stack),
-      { text, hostName: "sza122022.local" },
+      { text, hostName: "sza122022.local", release: RELEASE },
       "sza122022.local",
     );
     assert.deepEqual(plan.changedKeys, ["etcd-snapshot-retention"]);
@@ -124,7 +136,11 @@ describe("config.yaml of a hand-built server is adopted, not replaced", () => {
     stack["kubelet-arg"] = ["cluster-dns=169.254.20.10"];
     const plan = planConfig(
       YAML.stringify(stack),
-      { text: handWritten("as-found", "sza122021.local"), hostName: "sza122021.local" },
+      {
+        text: handWritten("as-found", "sza122021.local"),
+        hostName: "sza122021.local",
+        release: RELEASE,
+      },
       "sza122021.local",
     );
     assert.deepEqual(plan.changedKeys, ["kubelet-arg"]);
@@ -137,20 +153,20 @@ describe("config.yaml of a hand-built server is adopted, not replaced", () => {
     const text = `${handWritten("as-found", "sza122021.local")}kubelet-arg: ["max-pods=250", "cluster-dns=10.13.0.10"]\n`;
     const plan = planConfig(
       YAML.stringify(stack),
-      { text, hostName: "sza122021.local" },
+      { text, hostName: "sza122021.local", release: RELEASE },
       "sza122021.local",
     );
     assert.deepEqual(plan.changedKeys, ["kubelet-arg"]);
     assert.deepEqual(
       [plan.found["kubelet-arg"], plan.desired["kubelet-arg"]],
-      ['["cluster-dns=10.13.0.10"]', '["cluster-dns=169.254.20.10"]'],
+      ["cluster-dns=10.13.0.10", "cluster-dns=169.254.20.10"],
     );
     const written = YAML.parse(plan.text) as Record<string, unknown>;
     assert.deepEqual(written["kubelet-arg"], ["max-pods=250", "cluster-dns=169.254.20.10"]);
     // Once written, the same stack finds nothing to change.
     const again = planConfig(
       YAML.stringify(stack),
-      { text: plan.text, hostName: "sza122021.local" },
+      { text: plan.text, hostName: "sza122021.local", release: RELEASE },
       "sza122021.local",
     );
     assert.deepEqual(again.changedKeys, []);
@@ -159,19 +175,27 @@ describe("config.yaml of a hand-built server is adopted, not replaced", () => {
   it("reads the node name RKE2 uses: the file's node-name, else the host name lowercased", () => {
     const text = handWritten("short-names", "sza122021");
     assert.equal(
-      planConfig(rendered(1), { text, hostName: "SZA122021" }, "sza122021.local").hostNodeName,
+      planConfig(rendered(1), { text, hostName: "SZA122021", release: RELEASE }, "sza122021.local")
+        .hostNodeName,
       "sza122021",
     );
     const named = `node-name: custom-21\n${text}`;
     assert.equal(
-      planConfig(rendered(1), { text: named, hostName: "sza122021" }, "sza122021.local")
-        .hostNodeName,
+      planConfig(
+        rendered(1),
+        { text: named, hostName: "sza122021", release: RELEASE },
+        "sza122021.local",
+      ).hostNodeName,
       "custom-21",
     );
   });
 
   it("writes the whole rendered file on a host that has none", () => {
-    const plan = planConfig(rendered(1), { hostName: "sza122021.local" }, "sza122021.local");
+    const plan = planConfig(
+      rendered(1),
+      { hostName: "sza122021.local", release: RELEASE },
+      "sza122021.local",
+    );
     assert.ok(plan.changedKeys.includes("token") && plan.changedKeys.includes("server"));
     assert.equal(plan.text, rendered(1));
   });
@@ -179,22 +203,32 @@ describe("config.yaml of a hand-built server is adopted, not replaced", () => {
   it("honours a custom data-dir and refuses one that is not a path", () => {
     const text = `data-dir: /data/rke2\n${handWritten("as-found", "sza122021.local")}`;
     assert.equal(
-      planConfig(rendered(1), { text, hostName: "sza122021.local" }, "sza122021.local").dataDir,
+      planConfig(
+        rendered(1),
+        { text, hostName: "sza122021.local", release: RELEASE },
+        "sza122021.local",
+      ).dataDir,
       "/data/rke2",
     );
     assert.throws(
-      () => planConfig(rendered(1), { text: "data-dir: [a]\n", hostName: "h" }, "sza122021.local"),
-      /data-dir in config.yaml on sza122021\.local is not an absolute path/,
+      () =>
+        planConfig(
+          rendered(1),
+          { text: "data-dir: [a]\n", hostName: "h", release: RELEASE },
+          "sza122021.local",
+        ),
+      /data-dir in \/etc\/rancher\/rke2\/config\.yaml on sza122021\.local is not an absolute path/,
     );
   });
 
   it("refuses a file that does not parse, naming the line but never quoting it", () => {
     const text = `token: ${TOKEN}\ncni: [calico\n`;
     assert.throws(
-      () => planConfig(rendered(1), { text, hostName: "h" }, "sza122021.local"),
+      () => planConfig(rendered(1), { text, hostName: "h", release: RELEASE }, "sza122021.local"),
       (err: Error) =>
-        /cannot parse config\.yaml on sza122021\.local \(line \d\)/.test(err.message) &&
-        !err.message.includes(TOKEN),
+        /cannot parse \/etc\/rancher\/rke2\/config\.yaml on sza122021\.local \(line \d\)/.test(
+          err.message,
+        ) && !err.message.includes(TOKEN),
     );
   });
 });
@@ -206,6 +240,7 @@ describe("state carries nothing derived from the token", () => {
       {
         text: handWritten("as-found", "sza122021.local").replace(TOKEN, "weak"),
         hostName: "sza122021.local",
+        release: RELEASE,
       },
       "sza122021.local",
     );
