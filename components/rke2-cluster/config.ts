@@ -42,10 +42,15 @@ export function isArgList(key: string): boolean {
   return key.endsWith("-arg");
 }
 
+const listOf = (value: unknown): unknown[] =>
+  value === undefined ? [] : Array.isArray(value) ? value : [value];
+
 /**
  * Lays pass-through settings over the rendered keys, in order (cluster, role, node): a later
  * level replaces a setting of an earlier one, and `*-arg` lists gain the entries of flags they
- * lack (an entry for a flag already there replaces it).
+ * lack (an entry for a flag already there replaces it). A setting written `name+` appends to
+ * `name` as RKE2 does (k3s-io/k3s@7464a828:pkg/configfilearg/parser.go), folded into the one
+ * key here so that the file holds what RKE2 will read.
  */
 export function withPassThrough(
   rendered: Record<string, unknown>,
@@ -53,12 +58,15 @@ export function withPassThrough(
 ): Record<string, unknown> {
   const config: Record<string, unknown> = { ...rendered };
   for (const level of levels) {
-    for (const [key, value] of Object.entries(level ?? {})) {
+    for (const [written, value] of Object.entries(level ?? {})) {
+      const key = written.replace(/\+$/, "");
       const base = config[key];
-      if (isArgList(key) && Array.isArray(base) && Array.isArray(value)) {
-        const flags = new Set(value.map(argFlag));
-        config[key] = [...base.filter((e) => !flags.has(argFlag(e))), ...value];
-      } else config[key] = value;
+      const appends = written !== key && base !== undefined;
+      if (isArgList(key) && Array.isArray(base) && (Array.isArray(value) || appends)) {
+        const entries = listOf(value);
+        const flags = new Set(entries.map(argFlag));
+        config[key] = [...base.filter((e) => !flags.has(argFlag(e))), ...entries];
+      } else config[key] = appends ? [...listOf(base), ...listOf(value)] : value;
     }
   }
   return config;

@@ -580,7 +580,44 @@ function readRancher(
   return { url, hostname, caCertificate, downstreamClusters };
 }
 
-const RKE2_FLAG = /^[a-z0-9][a-z0-9-]*[a-z0-9]$/;
+/** An RKE2 setting name, or one written `name+` to append to its list. */
+const RKE2_FLAG = /^[a-z0-9][a-z0-9-]*[a-z0-9]\+?$/;
+
+/**
+ * Pass-through settings that would reset, move or split etcd, rename the node, or undo a fix
+ * the stack declares, each with why: written into every server's config.yaml and applied by a
+ * restart, each one does at once on every server what an operator does once, by hand, if ever.
+ */
+const REFUSED_PASS_THROUGH: Readonly<Record<string, (value: unknown) => string | undefined>> = {
+  "data-dir": () =>
+    "moves RKE2's data: a server restarted with another data-dir starts an empty etcd member, or a " +
+    "new cluster on the first server. The product reads each server's data-dir from its files; " +
+    "move data by hand, one stopped server at a time, if ever.",
+  "cluster-reset": () =>
+    "resets etcd to a one-member cluster at the next start of every server it reaches; it is a " +
+    "recovery step run by hand on one stopped server (rke2 server --cluster-reset), never a setting.",
+  "cluster-reset-restore-path": () =>
+    "restores etcd from a snapshot at the next start; it is a recovery step run by hand on one " +
+    "stopped server (rke2 server --cluster-reset --cluster-reset-restore-path=...), never a setting.",
+  "with-node-id": () =>
+    "appends a random suffix to the node name: each server would register a new Node and etcd " +
+    "member, and its join gate would wait for a name that never comes.",
+  "disable-kube-proxy": (value) =>
+    String(value) === "false"
+      ? undefined
+      : "removes kube-proxy, which the stack configures (rke2.kubeProxyMode; NodeLocalDNS in IPVS " +
+        "mode depends on it), and with it every Service address on the nodes.",
+  disable: (value) =>
+    (Array.isArray(value) ? value : [value]).some((v) =>
+      String(v)
+        .split(",")
+        .map((x) => x.trim())
+        .includes("rke2-coredns"),
+    )
+      ? "lists rke2-coredns: the cluster would have no DNS, and the CoreDNS fix the stack delivers " +
+        "(a HelmChartConfig of rke2-coredns, seed 000) would have no chart to apply to."
+      : undefined,
+};
 
 /**
  * Pass-through RKE2 settings (`rke2.extraConfig`, `rke2.serverConfig`, `rke2.agentConfig`,
@@ -606,9 +643,16 @@ function readPassThrough(
       );
       continue;
     }
-    const manager = MANAGED_RKE2_KEYS[key];
+    // `name+` appends to RKE2's `name` (k3s-io/k3s@7464a828:pkg/configfilearg/parser.go).
+    const name = key.replace(/\+$/, "");
+    const manager = MANAGED_RKE2_KEYS[name];
     if (manager !== undefined) {
       r.problem(at, `is a setting the product manages; set it through ${manager} instead.`);
+      continue;
+    }
+    const refused = REFUSED_PASS_THROUGH[name]?.(setting);
+    if (refused !== undefined) {
+      r.problem(at, `${refused} Remove it from ${path}.`);
       continue;
     }
     const scalar = (v: unknown) => ["string", "number", "boolean"].includes(typeof v);
@@ -616,8 +660,8 @@ function readPassThrough(
       r.problem(at, "must be a string, number, boolean or a list of them, as in config.yaml.");
       continue;
     }
-    const managedFlags = ARG_LIST_FLAGS_MANAGED[key] ?? {};
-    const taken = isArgList(key)
+    const managedFlags = ARG_LIST_FLAGS_MANAGED[name] ?? {};
+    const taken = isArgList(name)
       ? (Array.isArray(setting) ? setting : [setting]).map(argFlag).filter((f) => f in managedFlags)
       : [];
     if (taken.length > 0) {
@@ -662,8 +706,16 @@ function readNodes(
     // pkg/apis/core/validation/validation.go, ValidateNodeName = NameIsDNSSubdomain;
     // k8s.io/apimachinery@v0.35.4:pkg/util/validation/validation.go, IsDNS1123Subdomain).
     const v = readSettings(r, NODE_KEYS, o, path);
-    const name = hostnameOf(r, v.name, `${path}.name`);
+    let name = hostnameOf(r, v.name, `${path}.name`);
     if (o.name === undefined) r.problem(`${path}.name`, "is missing; set the node's hostname.");
+    if (name !== undefined && v.name !== name) {
+      r.problem(
+        `${path}.name`,
+        `"${v.name}" has capitals; a Kubernetes node name is lower case, and RKE2 registers the ` +
+          `host name lowercased. Write "${name}".`,
+      );
+      name = undefined;
+    }
     const ip = ipOf(r, v.ip, `${path}.ip`);
     if (o.ip === undefined) r.problem(`${path}.ip`, "is missing; set the node's address.");
     if (name !== undefined) {
@@ -1879,6 +1931,7 @@ export function configWarnings(model: EnvironmentModel, raw: RawStackConfig): Co
       );
     });
   }
+  checkKubeconfigMode(r, model);
   const host = model.rancher?.hostname;
   // Only where the downstream clusters' DNS is rendered (deploy.clusterDns or rancherClusters).
   if (
@@ -1899,6 +1952,32 @@ export function configWarnings(model: EnvironmentModel, raw: RawStackConfig): Co
     });
   }
   return r.problems;
+}
+
+/**
+ * An admin kubeconfig every local user can read: `write-kubeconfig-mode` with the bit for
+ * others set hands cluster-admin to any account on the server.
+ */
+function checkKubeconfigMode(r: ConfigReader, model: EnvironmentModel): void {
+  const levels: [string, Rke2PassThrough | undefined][] = [
+    ["rke2.extraConfig", model.management.extraConfig],
+    ["rke2.serverConfig", model.management.serverConfig],
+    ...model.nodes.map((n, i): [string, Rke2PassThrough | undefined] => [
+      `nodes[${i}].extraConfig`,
+      n.extraConfig,
+    ]),
+  ];
+  for (const [path, level] of levels) {
+    const mode = level?.["write-kubeconfig-mode"];
+    if (mode === undefined || !/^[0-7]{3,4}$/.test(String(mode))) continue;
+    if ((parseInt(String(mode), 8) & 0o004) === 0) continue;
+    r.problem(
+      `${path}.write-kubeconfig-mode`,
+      `"${String(mode)}" lets every local user of the server read the admin kubeconfig ` +
+        `(/etc/rancher/rke2/rke2.yaml), that is, act as cluster-admin. Use 0600, or 0640 with ` +
+        `write-kubeconfig-group for a group that needs it.`,
+    );
+  }
 }
 
 /** "is unused because deploy.x is false ...": a key that only parts turned off read. */

@@ -109,6 +109,23 @@ describe("RKE2 server config.yaml", () => {
     assert.deepEqual(config["kubelet-arg"], ["cluster-dns=169.254.20.10"]);
   });
 
+  it("folds `name+` pass-through settings into the one key, as RKE2 appends them", () => {
+    const config = parseConfig({
+      cluster: {
+        ...model.management,
+        extraConfig: { "node-label": ["a=1"] },
+        serverConfig: { "node-label+": ["b=2"], "kube-apiserver-arg+": ["audit-log-maxage=30"] },
+      },
+      node: { ...first, extraConfig: { "kubelet-arg+": ["max-pods=250"] } },
+      token: TOKEN,
+      kubeletArgs: ["cluster-dns=169.254.20.10"],
+    });
+    assert.deepEqual(config["node-label"], ["a=1", "b=2"]);
+    assert.deepEqual(config["kube-apiserver-arg"], ["audit-log-maxage=30"]);
+    assert.deepEqual(config["kubelet-arg"], ["cluster-dns=169.254.20.10", "max-pods=250"]);
+    assert.ok(Object.keys(config).every((k) => !k.endsWith("+")));
+  });
+
   it("writes no kubelet-arg when there are none", () => {
     assert.ok(!("kubelet-arg" in firstConfig));
     const config = parseConfig({
