@@ -22,6 +22,7 @@ import { DNS_EGRESS_CHECK, DnsPolicyNamespace } from "../model";
 import { HostCheckState, hostCheckProvider } from "../ssh/host-check-provider";
 import { HostProviderResource } from "../ssh/host-step-resource";
 import { inputsDiffer } from "../ssh/run-script";
+import { scriptText } from "../assets";
 import {
   dnsPolicyRefusal,
   LabelSelector,
@@ -258,6 +259,8 @@ export class KubeEgressCheck extends HostProviderResource {
 
 export interface SshEgressCheckState extends HostCheckState {
   readonly namespaces: readonly DnsPolicyNamespace[];
+  /** rke2-facts.sh, which finds RKE2's data-dir there (its kubectl is under it); older state has none. */
+  readonly rke2FactsScript?: string;
   /** What the last check refused; empty when the allowance may go into every namespace. */
   readonly refusals: readonly string[];
 }
@@ -292,8 +295,13 @@ export function factsFromScript(
 export const sshEgressCheckProvider = hostCheckProvider<SshEgressCheckState>({
   label: (state) => `DNS egress check on ${state.node}`,
   findingsKey: "refusals",
-  inputs: ["namespaces"],
-  params: (state) => ({ NAMESPACES: state.namespaces.map((n) => n.name).join(" ") }),
+  inputs: ["namespaces", "rke2FactsScript"],
+  params: (state) => ({
+    NAMESPACES: state.namespaces.map((n) => n.name).join(" "),
+    RKE2_FACTS_SCRIPT: state.rke2FactsScript
+      ? scriptText(state.rke2FactsScript, `node ${state.node}`)
+      : "",
+  }),
   timeoutMs: 60000,
   findings: (stdout, state) =>
     refusalsOf(

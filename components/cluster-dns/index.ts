@@ -25,7 +25,7 @@ import {
 } from "../model";
 import { scriptRef } from "../assets";
 import { HostStepResource } from "../ssh/host-step-resource";
-import { RemoteFile } from "../remote-file";
+import { RemoteFile, rke2FactsScriptRef } from "../remote-file";
 import { CorednsChartValues } from "./chart";
 import { KubeEgressCheck } from "./egress-check-provider";
 import { RELEASE_TABLE_MODULE } from "./chart-releases";
@@ -159,6 +159,7 @@ export class ClusterDns extends pulumi.ComponentResource {
                   {
                     node: delivery.server.name,
                     namespaces: dns.policyNamespaces.map((n) => ({ ...n })),
+                    rke2FactsScript: rke2FactsScriptRef(),
                     refusals: [],
                   },
                   { parent: this },
@@ -176,6 +177,9 @@ export class ClusterDns extends pulumi.ComponentResource {
             content: renderManifests([helmChartConfig, ...policies]),
             mode: "0600",
             retainOnDelete: true,
+            // RKE2 applies the manifests under the data-dir it reads, which a hand-built server
+            // may set in config.yaml, a drop-in or its environment.
+            underRke2DataDir: true,
           },
           { parent: this, dependsOn: check },
         );

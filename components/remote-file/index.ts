@@ -5,7 +5,8 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { REMOTE_FILE, SshEndpoint } from "../model";
-import { scriptRef } from "../assets";
+import { scriptRef, scriptText } from "../assets";
+import * as path from "path";
 import * as ssh from "../ssh/run-script";
 import { HostStepResource } from "../ssh/host-step-resource";
 
@@ -25,6 +26,8 @@ export interface RemoteFileState {
   readonly present?: boolean;
   /** Keep the file when the resource is deleted. */
   readonly retainOnDelete: boolean;
+  /** rke2-facts.sh: the path is under the data-dir RKE2 reads there (see RemoteFileArgs). */
+  readonly rke2FactsScript?: string;
 }
 
 export function parseFileReport(stdout: string): {
@@ -48,6 +51,9 @@ async function runFileScript(state: RemoteFileState, action: "read" | "write" | 
       FILE: state.path,
       CONTENT: Buffer.from(state.content).toString("base64"),
       MODE: state.mode,
+      RKE2_FACTS_SCRIPT: state.rke2FactsScript
+        ? scriptText(state.rke2FactsScript, `${state.host} ${state.path}`)
+        : "",
     },
     timeoutMs: 60000,
     log: (line) => pulumi.log.info(line),
@@ -71,6 +77,7 @@ export const remoteFileProvider: pulumi.dynamic.ResourceProvider = {
       "sshKeyFingerprint",
       "retainOnDelete",
       "host",
+      "rke2FactsScript",
     ] as const;
     return {
       changes: ssh.inputsDiffer(olds, news, [...keys, "connection"]) || olds.present === false,
@@ -112,6 +119,17 @@ export interface RemoteFileArgs {
   readonly retainOnDelete?: boolean;
   /** The content holds a secret (an RKE2 token): keep it encrypted in state, never logged. */
   readonly secretContent?: boolean;
+  /**
+   * The path is under RKE2's default data-dir (/var/lib/rancher/rke2): the file goes under the
+   * data-dir RKE2 reads on the host instead (config.yaml, its drop-ins, RKE2_DATA_DIR), found by
+   * rke2-facts.sh when the step runs. RKE2 applies only the manifests under its own data-dir.
+   */
+  readonly underRke2DataDir?: boolean;
+}
+
+/** The RKE2 component's facts script, which reports the data-dir RKE2 reads on a host. */
+export function rke2FactsScriptRef(): string {
+  return scriptRef(path.join(__dirname, "..", "rke2-cluster"), "rke2-facts.sh");
 }
 
 export class RemoteFile extends pulumi.ComponentResource {
@@ -141,6 +159,7 @@ export class RemoteFile extends pulumi.ComponentResource {
         mode: args.mode ?? "0600",
         present: true,
         retainOnDelete: args.retainOnDelete ?? false,
+        ...(args.underRke2DataDir ? { rke2FactsScript: rke2FactsScriptRef() } : {}),
       },
       {
         parent: this,

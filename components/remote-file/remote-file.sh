@@ -4,9 +4,17 @@
 #   FILE     absolute path
 #   CONTENT  base64 of the desired content (write)
 #   MODE     octal mode, e.g. 0600 (write)
+#   RKE2_FACTS_SCRIPT  optional: the rke2-facts.sh text. FILE is then under RKE2's default
+#            data-dir (/var/lib/rancher/rke2) and goes under the data-dir RKE2 reads on the host.
 # write is atomic (temp file in the same directory, then rename) and touches nothing when the
 # file already has the content and mode. Prints "present <mode> <base64>" or "absent".
 set -euo pipefail
+
+if [ -n "${RKE2_FACTS_SCRIPT:-}" ]; then
+  data_dir="$(ROLE=server MEMBERS_SCRIPT="exit 1" bash -c "$RKE2_FACTS_SCRIPT" 2>/dev/null | sed -n 's/^data_dir=//p')"
+  [ -n "$data_dir" ] || { echo "error: cannot read RKE2's data-dir on this host; nothing was written" >&2; exit 3; }
+  FILE="$data_dir/${FILE#/var/lib/rancher/rke2/}"
+fi
 
 report() {
   if [ -f "$FILE" ]; then

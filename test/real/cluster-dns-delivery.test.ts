@@ -7,7 +7,11 @@ import * as fs from "fs";
 import * as path from "path";
 import { componentFile } from "../../components/assets";
 import { DNS_MANIFEST_PATH } from "../../components/cluster-dns";
-import { remoteFileProvider, RemoteFileState } from "../../components/remote-file";
+import {
+  remoteFileProvider,
+  RemoteFileState,
+  rke2FactsScriptRef,
+} from "../../components/remote-file";
 import {
   upstreamPreflightProvider,
   UpstreamPreflightState,
@@ -58,6 +62,24 @@ describe("cluster DNS delivery and upstream preflight (lab hosts)", function () 
     assert.equal(fs.statSync(onHost).mode & 0o777, 0o600);
     assert.deepEqual(fs.readdirSync(path.dirname(onHost)), [path.basename(onHost)]);
     assert.equal((outs as RemoteFileState).content, manifest);
+  });
+
+  it("writes the manifest under the data-dir a drop-in sets, where RKE2 applies manifests", async () => {
+    const dropIn = nodeFile(NODE, "/etc/rancher/rke2/config.yaml.d/10-data-dir.yaml");
+    fs.mkdirSync(path.dirname(dropIn), { recursive: true });
+    fs.writeFileSync(dropIn, "data-dir: /var/lib/rke2-data\n");
+    const moved = nodeFile(NODE, "/var/lib/rke2-data/server/manifests/rke2-remediation-dns.yaml");
+    try {
+      await remoteFileProvider.create!({
+        ...file(manifest),
+        rke2FactsScript: rke2FactsScriptRef(),
+      });
+      assert.equal(fs.readFileSync(moved, "utf8"), manifest);
+      assert.equal(fs.statSync(moved).mode & 0o777, 0o600);
+    } finally {
+      fs.rmSync(dropIn);
+      fs.rmSync(nodeFile(NODE, "/var/lib/rke2-data"), { recursive: true, force: true });
+    }
   });
 
   it("sees a hand edit on refresh and restores the file on update", async () => {

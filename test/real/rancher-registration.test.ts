@@ -285,8 +285,11 @@ describe("Rancher stand-in: what Rancher v2.14.3 does with registered nodes", fu
     assert.match(clusterAgentLog(FIRST), /Connected to proxy/);
     assert.ok((await planSecret(WORKER)).data.plan);
     assert.equal(unitState(WORKER, "rke2-agent.service").active, true);
-    const config = fs.readFileSync(nodeFile(WORKER, "/etc/rancher/rke2/config.yaml"), "utf8");
-    assert.match(config, /^server: https:\/\/192\.168\.122\.31:9345$/m);
+    // Rancher writes RKE2's settings to a drop-in, as JSON (planner.go, 50-rancher.yaml).
+    const config = JSON.parse(
+      fs.readFileSync(nodeFile(WORKER, "/etc/rancher/rke2/config.yaml.d/50-rancher.yaml"), "utf8"),
+    ) as Record<string, string>;
+    assert.equal(config.server, "https://192.168.122.31:9345");
   });
 
   it("a machine registered into an active cluster: the cluster reads active before Rancher has planned it, and the wait waits for the machine", async () => {

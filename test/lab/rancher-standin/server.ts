@@ -221,15 +221,19 @@ function probeNames(m: Machine): string[] {
   return names;
 }
 
+/** Where Rancher writes a node's RKE2 settings. */
+const RANCHER_RKE2_CONFIG = "/etc/rancher/rke2/config.yaml.d/50-rancher.yaml";
+
 function desiredPlan(c: Cluster, m: Machine, joinServer: string): NodePlan {
   const server = isEtcd(m) || isControlPlane(m);
-  const config: string[] = m.nodeName ? [`node-name: ${m.nodeName}`] : [];
-  if (m.address) config.push(`node-ip: ${m.address}`);
-  if (joinServer && joinServer !== "-") config.push(`server: ${joinServer}`);
-  config.push(`token: ${c.rke2Token}`);
-  const files: Record<string, string> = {
-    "/etc/rancher/rke2/config.yaml": config.join("\n") + "\n",
-  };
+  const config: Record<string, string> = m.nodeName ? { "node-name": m.nodeName } : {};
+  if (m.address) config["node-ip"] = m.address;
+  if (joinServer && joinServer !== "-") config.server = joinServer;
+  config.token = c.rke2Token;
+  // rancher/rancher@v2.14.3 pkg/capr/planner/planner.go (the 50-rancher.yaml constant) and
+  // pkg/capr/planner/config.go (addConfigFile): Rancher writes RKE2's settings as JSON into a
+  // drop-in of config.yaml, which RKE2 reads after config.yaml.
+  const files: Record<string, string> = { [RANCHER_RKE2_CONFIG]: JSON.stringify(config) + "\n" };
   if (isControlPlane(m)) {
     // planner/manifests.go getClusterAgentManifestFile: the cluster agent's manifest goes to
     // every control-plane node; the credential is the cluster's registration token
