@@ -1,3 +1,4 @@
+import type { NodeFacts } from "../../components/rke2-cluster/start-plan";
 /**
  * Changes to the one compliant fixture every unit test starts from, the seeds' whole estate in
  * one stack (test/support/lab-stack.ts `estateRawConfig`). Cases change one field of a deep copy.
@@ -81,3 +82,23 @@ export function problemsOf(
 ): ConfigProblem[] {
   return validateEnvironment("lab", raw, options).problems;
 }
+
+/** A joining server .21 as rke2-facts.sh reports it: installed, running, with etcd data. */
+export const RUNNING_SERVER_FACTS: NodeFacts = {
+  version: "v1.35.6+rke2r1",
+  unit: true,
+  active: true,
+  configSha256: "c1",
+  configText: "node-ip: 192.168.122.21\n",
+  dropIns: [],
+  environment: [],
+  tokenFiles: [],
+  otherUnit: true,
+  otherActive: false,
+  dataDir: "/var/lib/rancher/rke2",
+  hostName: "sza122021.local",
+  addresses: ["127.0.0.1", "192.168.122.21"],
+  etcdData: true,
+  etcdName: "sza122021.local-4e5f6a7b",
+  ownMembers: { error: "not read" },
+};

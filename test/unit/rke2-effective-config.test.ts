@@ -1,3 +1,4 @@
+import { RUNNING_SERVER_FACTS } from "./fixtures";
 /**
  * RKE2's configuration as RKE2 reads it (config.yaml, its drop-ins, `+` keys, token-file, the
  * unit's environment, RKE2's own defaults), and the decisions made from it on hand-built
@@ -385,23 +386,12 @@ describe("adoption decides from the effective configuration", () => {
 
 describe("roles and stopped servers", () => {
   const facts: NodeFacts = {
-    version: RELEASE,
-    unit: true,
+    ...RUNNING_SERVER_FACTS,
     active: false,
-    configSha256: "c1",
-    configText: "node-ip: 192.168.122.21\n",
-    dropIns: [],
-    environment: [],
-    tokenFiles: [],
-    otherUnit: true,
-    otherActive: false,
-    dataDir: "/var/lib/rancher/rke2",
-    hostName: "sza122021.local",
     addresses: ["192.168.122.21"],
-    etcdData: true,
-    etcdName: "sza122021.local-4e5f6a7b",
     ownMembers: { error: "etcd did not answer" },
   };
+
   const ctx = {
     node: "sza122021.local",
     nodeIp: "192.168.122.21",

@@ -1,3 +1,4 @@
+import { RUNNING_SERVER_FACTS } from "./fixtures";
 import * as assert from "assert/strict";
 import { parseMemberList } from "../../components/rke2-cluster/etcd-members";
 import { nodeStartChanges } from "../../components/rke2-cluster/provider";
@@ -26,24 +27,7 @@ const NEW_CLUSTER = parseMemberList(
   "sza122020.local",
 );
 
-const running: NodeFacts = {
-  version: "v1.35.6+rke2r1",
-  unit: true,
-  active: true,
-  configSha256: "c1",
-  configText: "node-ip: 192.168.122.21\n",
-  dropIns: [],
-  environment: [],
-  tokenFiles: [],
-  otherUnit: true,
-  otherActive: false,
-  dataDir: "/var/lib/rancher/rke2",
-  hostName: "sza122021.local",
-  addresses: ["127.0.0.1", "192.168.122.21"],
-  etcdData: true,
-  etcdName: "sza122021.local-4e5f6a7b",
-  ownMembers: { error: "not read" },
-};
+const running: NodeFacts = RUNNING_SERVER_FACTS;
 const fresh: NodeFacts = {
   version: "none",
   unit: false,
