@@ -93,7 +93,12 @@ if [ -n "$NEW_CONFIG_B64" ]; then
 fi
 
 # 6. Start, restart or verify.
-systemctl enable "$UNIT" >/dev/null 2>&1 || fail "cannot enable $UNIT: the unit is not installed; re-run with the installer"
+# An enabled unit is left as it is: enabling it again would still be a write on a host whose
+# step only verifies.
+if ! systemctl is-enabled --quiet "$UNIT"; then
+  systemctl enable "$UNIT" >/dev/null 2>&1 || fail "cannot enable $UNIT: the unit is not installed; re-run with the installer"
+  changed "enabled $UNIT"
+fi
 case "$ACTION" in
   start)
     if systemctl is-active --quiet "$UNIT"; then
