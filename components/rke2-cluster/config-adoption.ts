@@ -350,6 +350,13 @@ export function planConfig(managedText: string, found: FoundConfig, host: string
 }
 
 /** The managed keys the stack renders, token left out, as state and diffs show them. */
+/** The stack's rendered keys without the token, for a check that must not hold a secret. */
+export function withoutToken(managedText: string): string {
+  const doc = YAML.parseDocument(managedText);
+  doc.delete("token");
+  return doc.toString();
+}
+
 export function desiredManagedKeys(managedText: string): Record<string, string> {
   const managed = settingsOf(YAML.parseDocument(managedText));
   return Object.fromEntries(

@@ -24,7 +24,7 @@ import {
   RKE2_NODE_START,
 } from "../model";
 import { scriptRef } from "../assets";
-import { desiredManagedKeys } from "./config-adoption";
+import { desiredManagedKeys, withoutToken } from "./config-adoption";
 import { HostStepResource } from "../ssh/host-step-resource";
 import {
   registrationAddressMissingFromTlsSan,
@@ -173,20 +173,25 @@ export class Rke2Cluster extends pulumi.ComponentResource {
       return start;
     };
 
+    const serverRender = (node: NodeSpec, i: number) => (t: string) =>
+      renderRke2ServerConfig({
+        cluster,
+        node,
+        joinAddress: i === 0 ? undefined : registrationAddressOf(cluster, first),
+        token: t,
+        kubeletArgs: args.kubeletArgs,
+      });
+    // What the first server checks on the others before it changes anything (no token: plain).
+    const peers = servers.slice(1).map((node, j) => ({
+      ...serverRef(node),
+      config: withoutToken(serverRender(node, j + 1)("")),
+    }));
     for (const [i, node] of servers.entries()) {
       const waitFor = args.serverJoin === "sequential" && previousGate ? [previousGate] : [];
       const after = [...(args.prerequisites.get(node.name) ?? []), ...waitFor];
-      const render = (t: string) =>
-        renderRke2ServerConfig({
-          cluster,
-          node,
-          joinAddress: i === 0 ? undefined : registrationAddressOf(cluster, first),
-          token: t,
-          kubeletArgs: args.kubeletArgs,
-        });
-      const start = nodeStart(node, "server", render, after, {
+      const start = nodeStart(node, "server", serverRender(node, i), after, {
         joinsThrough: i === 0 ? undefined : serverRef(first),
-        peers: i === 0 ? servers.slice(1).map(serverRef) : undefined,
+        peers: i === 0 ? peers : undefined,
       });
       firstStart ??= start;
       previousGate = new HostStepResource(

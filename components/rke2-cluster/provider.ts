@@ -26,6 +26,15 @@ export interface ServerRef {
   readonly connection: SshEndpoint;
 }
 
+/**
+ * Another server as the first server checks it: its managed config.yaml keys as the stack
+ * renders them without the token (plain, like managedKeys), planned against its own files before
+ * any server changes.
+ */
+export interface PeerRef extends ServerRef {
+  readonly config?: string;
+}
+
 /** A server of the stack as another step refers to it: its name and pinned SSH endpoint. */
 export function serverRef(server: { readonly name: string; readonly ssh: SshEndpoint }): ServerRef {
   return { node: server.name, connection: ssh.pinnedEndpoint(server.ssh) };
@@ -52,8 +61,11 @@ export interface NodeStartInputs {
   readonly managedKeys: Readonly<Record<string, string>>;
   /** A joining server: the server whose etcd says whether this one is a member. */
   readonly joinsThrough?: ServerRef;
-  /** The server listed first: the other servers, checked for etcd data before a bootstrap. */
-  readonly peers?: readonly ServerRef[];
+  /**
+   * The server listed first: the other servers, checked before it changes anything (etcd data
+   * beside a bootstrap, a release path for all, a config.yaml plan each one would refuse).
+   */
+  readonly peers?: readonly PeerRef[];
 }
 
 export interface NodeStartState extends NodeStartInputs {
@@ -217,14 +229,16 @@ export async function startOnNode(
     joinsThrough = { node: through.node, members: await memberListOf(inputs, through) };
   } else if (inputs.role === "server") {
     // The first server reads every other server before it changes anything: which hold etcd
-    // data (a bootstrap beside them would split the cluster), and which release each runs
-    // (an upgrade path must work for all of them).
+    // data (a bootstrap beside them would split the cluster), which release each runs (an
+    // upgrade path must work for all of them), and whether the stack's keys would be refused on
+    // one of them (its step would stop the rollout halfway, this server already restarted).
     const peers: { node: string; facts: NodeFacts }[] = [];
-    for (const peer of inputs.peers ?? [])
-      peers.push({
-        node: peer.node,
-        facts: await factsOf(inputs, peer.connection, peer.node, "server"),
-      });
+    for (const peer of inputs.peers ?? []) {
+      const peerFacts = await factsOf(inputs, peer.connection, peer.node, "server");
+      if (peer.config !== undefined)
+        planConfig(peer.config, foundConfigOf(peerFacts, inputs.version), peer.node);
+      peers.push({ node: peer.node, facts: peerFacts });
+    }
     peersWithData = peers.filter((p) => p.facts.etcdData).map((p) => p.node);
     const releases = [{ node: inputs.node, facts }, ...peers].filter(
       (p) => p.facts.version !== "none",

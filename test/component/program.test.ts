@@ -323,6 +323,24 @@ describe("program (Pulumi mocks)", function () {
       );
     });
 
+    it("give the first server every other server's keys, as that server's step has them, to check before it changes anything", () => {
+      const step = (n: string) => resources.find((r) => r.urn === start(n))!;
+      const peers = step("20").inputs.peers as { node: string; config: string }[];
+      assert.deepEqual(
+        peers.map((p) => p.node),
+        ["sza122021.local", "sza122022.local"],
+      );
+      for (const [i, n] of ["21", "22"].entries()) {
+        const own = YAML.parse((step(n).inputs.config as { value: string }).value) as Record<
+          string,
+          unknown
+        >;
+        delete own.token;
+        assert.deepEqual(YAML.parse(peers[i].config), own);
+      }
+      assert.equal(step("21").inputs.peers, undefined);
+    });
+
     it("keep the token out of plain inputs and state: each config.yaml is a secret, its plain keys hold nothing of the token", () => {
       const steps = ofType("pulumi-nodejs:dynamic/rke2:NodeStart");
       assert.equal(steps.length, 3);

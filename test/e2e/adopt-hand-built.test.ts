@@ -29,6 +29,7 @@ import { writeEstateStack } from "../lab/write-estate-stack";
 const STACK = "estate";
 const SERVERS = [20, 21, 22];
 const CONFIG = "/etc/rancher/rke2/config.yaml";
+/** RKE2's default data-dir; the drop-ins estate's first server keeps its data elsewhere. */
 const DATA_DIR = "/var/lib/rancher/rke2";
 /** Keys of with-extras' config.yaml that the model does not manage. */
 const UNMANAGED = [
@@ -49,10 +50,45 @@ function buildEstate(variant: string): void {
 }
 
 /** The token RKE2 keeps on the first server, as `cat /var/lib/rancher/rke2/server/token` shows it. */
-const clusterToken = () => fs.readFileSync(nodeFile(20, `${DATA_DIR}/server/token`), "utf8").trim();
+const clusterToken = () =>
+  fs.readFileSync(nodeFile(20, `${dataDirOf(20)}/server/token`), "utf8").trim();
 
-/** A fresh stack for the estate: names sza1220NN.local, the lab's host keys, the cluster's token. */
-function adoptingStack(token = clusterToken()): void {
+/** The data-dir under /var/lib/rancher that holds a server's etcd data (there is one). */
+function dataDirOf(octet: number): string {
+  const base = nodeFile(octet, "/var/lib/rancher");
+  const dirs = fs
+    .readdirSync(base)
+    .filter((d) => d.startsWith("rke2") && fs.existsSync(path.join(base, d, "server", "db")));
+  assert.equal(dirs.length, 1, `.${octet} holds etcd data in ${dirs.join(", ") || "no data-dir"}`);
+  return `/var/lib/rancher/${dirs[0]}`;
+}
+const memberNameOf = (octet: number) =>
+  fs.readFileSync(nodeFile(octet, `${dataDirOf(octet)}/server/db/etcd/name`), "utf8").trim();
+
+/**
+ * Every file of /etc/rancher/rke2 but the admin kubeconfig RKE2 writes itself, by path: the
+ * files RKE2 reads its settings from (config.yaml, its drop-ins, a token file).
+ */
+function rke2Files(octet: number): Map<string, string> {
+  const root = nodeFile(octet, "/etc/rancher/rke2");
+  const files = new Map<string, string>();
+  const walk = (dir: string) => {
+    for (const name of fs.readdirSync(dir).sort()) {
+      const full = path.join(dir, name);
+      if (fs.statSync(full).isDirectory()) walk(full);
+      else if (name !== "rke2.yaml")
+        files.set(path.relative(root, full), fs.readFileSync(full, "utf8"));
+    }
+  };
+  walk(root);
+  return files;
+}
+
+/**
+ * A fresh stack for the estate: names sza1220NN.local, the lab's host keys, the cluster's token;
+ * every host a server unless `roles` says otherwise.
+ */
+function adoptingStack(token = clusterToken(), roles: Record<number, string> = {}): void {
   pulumi("stack", "rm", "--yes", "--force");
   const file = path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`);
   fs.rmSync(file, { force: true });
@@ -63,7 +99,7 @@ function adoptingStack(token = clusterToken()): void {
     hostKeyIn(path.join(LAB_DIR, "kvm", "ssh")),
     SERVERS.map((octet) => ({
       octet: String(octet),
-      roles: ["server"],
+      roles: [roles[octet] ?? "server"],
       hostKey: hostKeyIn(path.join(LAB_DIR, "nodes", `n${octet}`, "ssh")),
     })),
   );
@@ -106,7 +142,7 @@ function writtenLength(bytes: Buffer): number {
 }
 
 function dbFiles(octet: number): Map<string, DbFile> {
-  const root = nodeFile(octet, `${DATA_DIR}/server/db`);
+  const root = nodeFile(octet, `${dataDirOf(octet)}/server/db`);
   const files = new Map<string, DbFile>();
   const walk = (dir: string) => {
     for (const name of fs.readdirSync(dir).sort()) {
@@ -134,7 +170,7 @@ function dbFiles(octet: number): Map<string, DbFile> {
 
 /** Asserts that every file found under server/db is still there, the same file, its bytes kept. */
 function assertDbKept(octet: number, found: Map<string, DbFile>): void {
-  const root = nodeFile(octet, `${DATA_DIR}/server/db`);
+  const root = nodeFile(octet, `${dataDirOf(octet)}/server/db`);
   const now = dbFiles(octet);
   for (const [rel, was] of found) {
     const is = now.get(rel);
@@ -150,10 +186,10 @@ const configBytes = (octet: number) => fs.readFileSync(nodeFile(octet, CONFIG), 
 const configOf = (octet: number) => YAML.parse(configBytes(octet)) as Record<string, unknown>;
 const history = (octet: number) => unitState(octet, "rke2-server.service").history;
 
-/** Files kept beside config.yaml: config.yaml.<UTC timestamp>. */
+/** Files kept beside config.yaml: config.yaml.<UTC timestamp> (its drop-in folder is not one). */
 function keptConfigs(octet: number): string[] {
   const dir = path.dirname(nodeFile(octet, CONFIG));
-  return fs.readdirSync(dir).filter((f) => f.startsWith("config.yaml."));
+  return fs.readdirSync(dir).filter((f) => f.startsWith("config.yaml.") && f !== "config.yaml.d");
 }
 const UTC_STAMP = /^config\.yaml\.(\d{8}T\d{6}Z|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z)$/;
 
@@ -223,6 +259,25 @@ function assertKeysKept(octet: number, handWritten: string, except: string[] = [
     assert.ok(key in now, `.${octet} lost ${key} from config.yaml`);
     assert.deepEqual(now[key], value, `.${octet} changed ${key} in config.yaml`);
   }
+}
+
+/**
+ * Drift right after adoption: `pulumi preview --refresh --diff` proposes only node preparation's
+ * update on each server, for the reboot NetworkManager's replaced drop-in owes (a lab node
+ * cannot reboot); nothing of RKE2.
+ */
+function assertOnlyRebootOwed(): void {
+  const r = pulumi("preview", "--refresh", "--diff");
+  assert.equal(r.status, 0, r.out);
+  // --diff names each proposed step `<type>: (<op>)`, then the resource's id and URN.
+  const proposed = [
+    ...r.out.matchAll(/: \((\w[\w-]*)\)\s*\n\s*\[id=[^\]]*\]\s*\n\s*\[urn=[^\]]*::([^\]]+)\]/g),
+  ].map((m) => `${m[1]} ${m[2]}`);
+  assert.deepEqual(
+    [...new Set(proposed)].sort(),
+    SERVERS.map((o) => `update prepare-${hostName(o)}.local-host`),
+    r.out,
+  );
 }
 
 function adoptionSuite(variant: "as-found" | "with-extras"): void {
@@ -300,16 +355,7 @@ function adoptionSuite(variant: "as-found" | "with-extras"): void {
         ).sort(),
         SERVERS.map((o) => `${hostName(o)}.local`),
       );
-      const r = pulumi("preview", "--refresh", "--expect-no-changes", "--diff");
-      // --diff names each proposed step `<type>: (<op>)`, then the resource's id and URN.
-      const proposed = [
-        ...r.out.matchAll(/: \((\w[\w-]*)\)\s*\n\s*\[id=[^\]]*\]\s*\n\s*\[urn=[^\]]*::([^\]]+)\]/g),
-      ].map((m) => `${m[1]} ${m[2]}`);
-      assert.deepEqual(
-        [...new Set(proposed)].sort(),
-        SERVERS.map((o) => `update prepare-${hostName(o)}.local-host`),
-        r.out,
-      );
+      assertOnlyRebootOwed();
     });
 
     it("a managed key changed in the stack restarts the servers one at a time and keeps each replaced file", () => {
@@ -523,11 +569,10 @@ describe("adopting hand-built estates (lab estate)", function () {
       voters = list.filter((m) => !m.isLearner).map((m) => m.name);
       voterIds = new Map(list.filter((m) => !m.isLearner).map((m) => [m.name, String(m.ID)]));
       voterDb = new Map(
-        SERVERS.filter((octet) =>
-          voters.includes(
-            fs.readFileSync(nodeFile(octet, `${DATA_DIR}/server/db/etcd/name`), "utf8").trim(),
-          ),
-        ).map((octet) => [octet, dbFiles(octet)]),
+        SERVERS.filter((octet) => voters.includes(memberNameOf(octet))).map((octet) => [
+          octet,
+          dbFiles(octet),
+        ]),
       );
     });
     after(removeStack);
@@ -535,10 +580,7 @@ describe("adopting hand-built estates (lab estate)", function () {
     it("is seed 003's state: REJECT rules on the joining servers, one of them a member, the other refused on the learner limit and out", () => {
       assert.ok(voterDb.has(20));
       const names = new Set(members().map((m) => m.name));
-      const isMember = (octet: number) =>
-        names.has(
-          fs.readFileSync(nodeFile(octet, `${DATA_DIR}/server/db/etcd/name`), "utf8").trim(),
-        );
+      const isMember = (octet: number) => names.has(memberNameOf(octet));
       const out = [21, 22].filter((octet) => !isMember(octet));
       assert.equal(out.length, 1, "both joining servers are members");
       assert.match(
@@ -570,9 +612,9 @@ describe("adopting hand-built estates (lab estate)", function () {
       assert.equal(list.length, 3, JSON.stringify(list));
       for (const m of list) assert.equal(m.isLearner ?? false, false, `${m.name} is a learner`);
       for (const octet of SERVERS) {
-        const name = fs.readFileSync(nodeFile(octet, `${DATA_DIR}/server/db/etcd/name`), "utf8");
+        const name = memberNameOf(octet);
         assert.ok(
-          list.some((m) => m.name === name.trim()),
+          list.some((m) => m.name === name),
           `.${octet}'s on-disk member ${name} is not in the cluster`,
         );
       }
@@ -622,6 +664,86 @@ describe("adopting hand-built estates (lab estate)", function () {
     });
   });
 
+  describe("the hand-built estate drop-ins: data-dir and cluster keys in drop-ins, token-file, a short token, no cni line", function () {
+    this.timeout(900000);
+    let found: Snapshot;
+    let files: Map<string, string>[];
+
+    before(() => {
+      buildEstate("drop-ins");
+      adoptingStack();
+      // The estate runs RKE2's NodePort range, which is the stack's default too.
+      assert.equal(pulumi("config", "rm", "--path", "rke2.nodePortRange").status, 0);
+      found = snapshot();
+      files = SERVERS.map(rke2Files);
+    });
+    after(removeStack);
+
+    /** Nothing of RKE2 changed: no (re)start, every etcd file and member, every file it reads. */
+    const assertRke2Untouched = () => {
+      assert.deepEqual(memberIds(), found.members, "etcd's members changed");
+      SERVERS.forEach((octet, i) => {
+        assert.deepEqual(history(octet), found.history[i], `rke2-server on .${octet} was touched`);
+        assertDbKept(octet, found.db[i]);
+        assert.deepEqual(rke2Files(octet), files[i], `.${octet}'s RKE2 files changed`);
+      });
+    };
+
+    it("is as its operators built it: .20's data under its drop-in's data-dir, .21's token in a file, .22's short, RKE2's default CNI", () => {
+      assert.equal(dataDirOf(20), "/var/lib/rancher/rke2-data");
+      assert.equal(dataDirOf(21), DATA_DIR);
+      for (const octet of SERVERS) assert.ok(!("cni" in configOf(octet)));
+      assert.ok(!("token" in configOf(21)));
+      assert.equal(configOf(21)["token-file"], "/etc/rancher/rke2/cluster-token");
+      assert.ok(!("cluster-cidr" in configOf(21)));
+      assert.equal(configOf(22).token, clusterToken().split(":").pop());
+      assert.deepEqual(
+        members().map((m) => m.isLearner ?? false),
+        [false, false, false],
+      );
+    });
+
+    it("a stack that leaves rke2.cni out is refused before RKE2 changes anywhere, naming host, key, value, source and stack key", () => {
+      assert.equal(pulumi("config", "rm", "--path", "rke2.cni").status, 0);
+      const r = pulumi("up", "--yes");
+      assert.notEqual(r.status, 0, r.out);
+      const refusal = r.out.split("\n").find((l) => l.includes("sza122020.local: cni is"));
+      assert.ok(refusal, r.out);
+      assert.match(refusal, /"canal" \(RKE2's default for v1\.35\.6\+rke2r1: no file sets it\)/);
+      assert.match(refusal, /set rke2\.cni to "canal"/);
+      assertRke2Untouched();
+    });
+
+    it("with rke2.cni: canal, pulumi up adopts it: no restart, every etcd file kept, every file RKE2 reads unchanged, the DNS fix under .20's data-dir", () => {
+      assert.equal(pulumi("config", "set", "--path", "rke2.cni", "canal").status, 0);
+      const r = pulumi("up", "--yes");
+      assert.equal(r.status, 0, r.out);
+      assertRke2Untouched();
+      for (const octet of SERVERS) assert.deepEqual(keptConfigs(octet), []);
+      const manifest = "server/manifests/rke2-remediation-dns.yaml";
+      assert.ok(fs.existsSync(nodeFile(20, `/var/lib/rancher/rke2-data/${manifest}`)));
+      assert.ok(!fs.existsSync(nodeFile(20, `${DATA_DIR}/${manifest}`)));
+      const owed = pulumi("stack", "output", "nodesPendingRestart", "--json");
+      assert.deepEqual(JSON.parse(owed.out.slice(owed.out.indexOf("["))), []);
+    });
+
+    it("finds no drift after adoption but the reboot NetworkManager's new drop-in owes", () => {
+      assertOnlyRebootOwed();
+    });
+
+    it("a managed key a drop-in sets, changed in the stack, is refused by the first server before any server restarts, naming the file", () => {
+      assert.equal(pulumi("config", "set", "--path", "rke2.etcdSnapshot.retention", "6").status, 0);
+      const r = pulumi("up", "--yes");
+      assert.notEqual(r.status, 0, r.out);
+      const refusal = r.out
+        .split("\n")
+        .find((l) => l.includes("sza122021.local: etcd-snapshot-retention is"));
+      assert.ok(refusal, r.out);
+      assert.match(refusal, /"5" \(\/etc\/rancher\/rke2\/config\.yaml\.d\/20-cluster\.yaml\)/);
+      assertRke2Untouched();
+    });
+  });
+
   describe("a stack token that differs from the cluster's", function () {
     this.timeout(900000);
     let found: Snapshot;
@@ -642,6 +764,30 @@ describe("adopting hand-built estates (lab estate)", function () {
         assert.equal(configBytes(octet), found.bytes[i], `.${octet}'s config.yaml was written`);
         assert.deepEqual(keptConfigs(octet), []);
         assert.deepEqual(history(octet), found.history[i], `rke2-server on .${octet} was touched`);
+      });
+    });
+
+    it("a stack that declares a running server an agent stops before RKE2 changes there, naming the host and the unit it runs", () => {
+      removeStack();
+      // (One server: etcd needs an odd number, so both others are declared agents.)
+      adoptingStack(clusterToken(), { 21: "agent", 22: "agent" });
+      const r = pulumi("up", "--yes");
+      assert.notEqual(r.status, 0, r.out);
+      for (const octet of [21, 22]) {
+        const refused = new RegExp(
+          `${hostName(octet)}\\.local: the stack declares it an agent, but rke2-server\\.service runs there`,
+        );
+        assert.ok(
+          r.out.split("\n").some((l) => refused.test(l)),
+          r.out,
+        );
+        const agent = unitState(octet, "rke2-agent.service");
+        assert.deepEqual([agent.enabled, agent.history], [false, []], `rke2-agent on .${octet}`);
+      }
+      SERVERS.forEach((octet, i) => {
+        assert.equal(configBytes(octet), found.bytes[i], `.${octet}'s config.yaml was written`);
+        assert.deepEqual(history(octet), found.history[i], `rke2-server on .${octet} was touched`);
+        assertDbKept(octet, found.db[i]);
       });
     });
   });

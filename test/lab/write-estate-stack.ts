@@ -24,9 +24,10 @@ export function estateStackConfig(
   kvmHostKey: string,
   servers: readonly LabNode[],
 ): Record<string, unknown> {
+  // The management cluster's nodes: its servers, and a host a stack declares an agent.
   const base = localStackConfig(
     kvmHostKey,
-    servers.filter((n) => n.roles.includes("server")),
+    servers.filter((n) => n.roles.includes("server") || n.roles.includes("agent")),
   );
   const settings = Object.fromEntries(
     Object.entries(base).filter(([key]) => key !== `${NS}:rancher`),
