@@ -363,6 +363,21 @@ function adoptionSuite(variant: "as-found" | "with-extras"): void {
       const histories = SERVERS.map(history);
       const calls = SERVERS.map(callCount);
       assert.equal(pulumi("config", "set", "--path", "rke2.etcdSnapshot.retention", "6").status, 0);
+      // preview --diff marks, in each server's managedKeys, the one key that changes: the value
+      // on the host => the stack's.
+      const diff = pulumi("preview", "--diff");
+      assert.equal(diff.status, 0, diff.out);
+      const marked = [...diff.out.matchAll(/~ managedKeys\s*: \{\n([\s\S]*?)\n\s*\}/g)].map((m) =>
+        m[1]
+          .split("\n")
+          .filter((l) => /^\s*~ /.test(l))
+          .map((l) => l.trim().replace(/\s+/g, " ")),
+      );
+      assert.deepEqual(
+        marked,
+        SERVERS.map(() => ['~ etcd-snapshot-retention : "5" => "6"']),
+        diff.out,
+      );
       const r = pulumi("up", "--yes");
       assert.equal(r.status, 0, r.out);
       let previous = "";
