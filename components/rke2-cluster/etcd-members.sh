@@ -9,6 +9,14 @@ set -euo pipefail
 DATA_DIR="${DATA_DIR:-/var/lib/rancher/rke2}"
 TLS="$DATA_DIR/server/tls/etcd"
 LIST=(member list -w json)
+# RKE2's etcd listens for clients on the loopback address, port 2379 (listenClientURLs in
+# k3s-io/k3s@7464a828f03e:pkg/etcd/etcd.go, read as test/lab/STANDINS.md says). Where nothing
+# listens there (a server not started yet), say so at once: etcdctl would retry until its
+# command timeout, 5 s per server and read.
+if ! timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/2379' 2>/dev/null; then
+  echo "error: nothing listens on 127.0.0.1:2379, etcd's client port, on this server" >&2
+  exit 3
+fi
 if command -v etcdctl >/dev/null; then
   if [ -f "$TLS/server-client.crt" ]; then
     exec etcdctl --dial-timeout=2s --command-timeout=5s --endpoints https://127.0.0.1:2379 --cacert "$TLS/server-ca.crt" \

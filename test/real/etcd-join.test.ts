@@ -247,6 +247,16 @@ describe("RKE2 join against real etcd", function () {
       assert.match(list.members[0].name, /^sza122030\.local-[0-9a-f]{8}$/);
     });
 
+    it("the members script on a server whose etcd does not run says so, naming the client port, instead of waiting out etcdctl", async () => {
+      const r = await runScript(nodeConnection(B.octet), membersScript, { params: {} });
+      assert.equal(r.exitCode, 3, r.stderr);
+      assert.match(r.stderr, /nothing listens on 127\.0\.0\.1:2379, etcd's client port/);
+      // On .30, whose etcd runs, the same script reads the list.
+      const a = await runScript(nodeConnection(A.octet), membersScript, { params: {} });
+      assert.equal(a.exitCode, 0, a.stderr);
+      assert.equal(parseMemberList(a.stdout, A.name).members.length, 1);
+    });
+
     it("refuses to bootstrap a server listed first while another server holds etcd data", async () => {
       // .31 listed first without data (rebuilt, or a new host put first in `nodes`).
       await assert.rejects(
