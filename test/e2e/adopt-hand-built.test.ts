@@ -742,6 +742,22 @@ describe("adopting hand-built estates (lab estate)", function () {
       assert.deepEqual(JSON.parse(owed.out.slice(owed.out.indexOf("["))), []);
     });
 
+    it("each server's step read its etcd member list (components/rke2-cluster/etcd-members.sh) and its data-dir as RKE2 does: three voters, .20's data-dir from its drop-in", () => {
+      const steps = exportedState()
+        .resources.filter((r) => r.urn.includes("dynamic/rke2:NodeStart"))
+        .map((r) => r.outputs as { node: string; membership: string; dataDir: string })
+        .sort((a, b) => a.node.localeCompare(b.node));
+      assert.deepEqual(
+        steps.map((s) => [s.node, s.membership, s.dataDir]),
+        [
+          ["sza122020.local", "voter", "/var/lib/rancher/rke2-data"],
+          ["sza122021.local", "voter", DATA_DIR],
+          ["sza122022.local", "voter", DATA_DIR],
+        ],
+      );
+      assertRke2Untouched();
+    });
+
     it("finds no drift after adoption but the reboot NetworkManager's new drop-in owes", () => {
       assertOnlyRebootOwed();
     });

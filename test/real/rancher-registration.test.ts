@@ -16,6 +16,7 @@ import * as path from "path";
 import { componentFile } from "../../components/assets";
 import { clusterProgress, waitForCluster } from "../../components/rancher-cluster/cluster-wait";
 import { scriptWithParams } from "../../components/ssh/run-script";
+import { pulumiOn } from "../e2e/cli";
 import { rancherApi } from "../lab/rancher-standin/api-client";
 import {
   digA,
@@ -518,15 +519,8 @@ describe("pulumi up registers uat1 with the Rancher stand-in", function () {
     const stackFile = path.join(REPO, "stacks", `Pulumi.${LAB_STACK}.yaml`);
     const asWritten = fs.readFileSync(stackFile, "utf8");
     const timeoutKey = "rke2-remediation:rancher.downstreamClusters[0].joinGate.timeoutSeconds";
-    const set = spawnSync(
-      "pulumi",
-      ["config", "set", "--path", "--stack", LAB_STACK, timeoutKey, "40"],
-      {
-        cwd: REPO,
-        encoding: "utf8",
-      },
-    );
-    assert.equal(set.status, 0, set.stderr);
+    const set = pulumiOn(LAB_STACK, ["config", "set", "--path", timeoutKey, "40"]);
+    assert.equal(set.status, 0, set.out);
     let r: { status: number; out: string };
     let commandLines: Set<string>;
     try {
