@@ -725,8 +725,8 @@ def cmd_report(args):
         if npm_ms and step_ms and npm_ms >= 10000:
             notes.append(
                 f"npm run verify on 300 nodes takes {fmt_ms(npm_ms)}, of which its verify step is "
-                f"{fmt_ms(step_ms)}; the rest is the tsc build of the whole project that npm runs first "
-                "(preverify), which does not depend on the stack's size."
+                f"{fmt_ms(step_ms)}; the rest is the build npm runs first (preverify: "
+                "scripts/build-cli.mjs), which does not depend on the stack's size."
             )
     with open(args.json_out, "w", encoding="utf8") as f:
         json.dump(
