@@ -30,6 +30,7 @@ import {
 import { ConfigProblem, ConfigValidationError } from "./problems";
 import { DeployPart, keyIsRead, unusedKeys } from "./deploy-parts";
 import { closest, ConfigReader, editDistance } from "./reader";
+import { hostKeyProblem } from "./host-key";
 import {
   CLUSTER_KEYS,
   DEPLOY_KEYS,
@@ -299,7 +300,16 @@ function readSsh(
       `for ${who} is not an OpenSSH public key line ("ssh-ed25519 AAAA..."); copy it from the host's /etc/ssh/ssh_host_*_key.pub without the comment.`,
     );
   }
-  if (host === undefined || hostKey === undefined || !HOST_KEY.test(hostKey)) return undefined;
+  const inside =
+    hostKey !== undefined && HOST_KEY.test(hostKey) ? hostKeyProblem(hostKey) : undefined;
+  if (inside) {
+    r.problem(
+      `${path}.hostKey`,
+      `for ${who} is not a valid key: ${inside}. Copy the line again from the host's /etc/ssh/ssh_host_*_key.pub.`,
+    );
+  }
+  if (host === undefined || hostKey === undefined || !HOST_KEY.test(hostKey) || inside)
+    return undefined;
   return { host, port, user, hostKey };
 }
 
@@ -1932,6 +1942,7 @@ export function configWarnings(model: EnvironmentModel, raw: RawStackConfig): Co
     });
   }
   checkKubeconfigMode(r, model);
+  checkNodesOnSubnet(r, model);
   const host = model.rancher?.hostname;
   // Only where the downstream clusters' DNS is rendered (deploy.clusterDns or rancherClusters).
   if (
@@ -1952,6 +1963,26 @@ export function configWarnings(model: EnvironmentModel, raw: RawStackConfig): Co
     });
   }
   return r.problems;
+}
+
+/**
+ * A node off the libvirt network is allowed (the product reaches it over SSH), but the network's
+ * DNS records, seed 000's fix, do not reach a node that does not use that network's DNS, and the
+ * checks of records and addresses assume the subnet.
+ */
+function checkNodesOnSubnet(r: ConfigReader, model: EnvironmentModel): void {
+  const subnet = parseCidr(model.libvirt.subnet);
+  if (!subnet) return;
+  model.nodes.forEach((node, i) => {
+    if (cidrContains(subnet, node.ip)) return;
+    r.problem(
+      `nodes[${i}].ip`,
+      `${node.ip} (${node.name}) is outside ${r.key("libvirt.subnet")} ${subnet.text}: the node is ` +
+        `not on the libvirt network, so that network's DNS records (${r.key("libvirt.dnsRecords")}) ` +
+        "do not answer its lookups unless its resolver is that network's dnsmasq. Correct the " +
+        "address if it is a typo; otherwise give the node a resolver that has Rancher's name.",
+    );
+  });
 }
 
 /**

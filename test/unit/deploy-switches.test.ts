@@ -240,6 +240,30 @@ describe("deploy switches", () => {
     });
   });
 
+  describe("a node off the libvirt network", () => {
+    it("validates, and is warned about by its key, address and name", () => {
+      const raw = estateRawConfigWithSecrets();
+      const nodes = raw.values.nodes as { ip: string; name: string }[];
+      const last = nodes.length - 1;
+      setAt(raw, `nodes[${last}].ip`, "10.20.0.5");
+      const warnings = warningsOf(raw).filter((w) => w.key === stackKey(`nodes[${last}].ip`));
+      assert.equal(warnings.length, 1, JSON.stringify(warningsOf(raw)));
+      assert.match(
+        warnings[0].message,
+        /10\.20\.0\.5 \(.+\) is outside .*libvirt\.subnet 192\.168\.122\.0\/24/,
+      );
+      assert.ok(warnings[0].message.includes(nodes[last].name));
+    });
+
+    it("is not warned about while every node is on the subnet", () => {
+      const raw = estateRawConfigWithSecrets();
+      assert.deepEqual(
+        warningsOf(raw).filter((w) => /^rke2-remediation:nodes\[\d+\]\.ip$/.test(w.key)),
+        [],
+      );
+    });
+  });
+
   describe("a stack of node preparation and the libvirt records only", () => {
     it("validates with the SSH key as its only secret, and warns about nothing", () => {
       const raw = preparationAndRecordsStack();

@@ -180,6 +180,18 @@ describe("stack config validation", () => {
       assert.match(problem.message, /\/etc\/ssh\/ssh_host_ed25519_key\.pub/);
     });
 
+    it("rejects a pinned host key with one wrong character, naming the node's key", () => {
+      const shipped =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFBMQUNFSE9MREVSLXN6YTEyMjAyMC0tLS0tLS0tLS0t";
+      // The length of the key's type name, 11, written as 12: a key no SSH server sends.
+      const message = onlyProblemAt(
+        estateWith("nodes[0].ssh.hostKey", shipped.replace("AAAAC3Nz", "AAAADHNz")),
+        "nodes[0].ssh.hostKey",
+      );
+      assert.match(message, /sza122020\.local is not a valid key/);
+      assert.match(message, /ssh_host_\*_key\.pub/);
+    });
+
     it("requires at least one server in the management cluster", () => {
       const raw = estateRawConfig();
       for (const i of [0, 1, 2]) setAt(raw, `nodes[${i}].role`, "agent");
