@@ -9,6 +9,7 @@ import { nodeLocalCarriesFixZones } from "./nodelocal-carries-fix-zones";
 import { nodeLocalIpvsConsistent } from "./nodelocal-ipvs-consistent";
 import { cniDevicesUnmanaged } from "./cni-devices-unmanaged";
 import { firewallServiceNeverStopped } from "./firewall-service-never-stopped";
+import { installerFetchedOverHttps } from "./installer-fetched-over-https";
 import { libvirtDhcpDomainLocal } from "./libvirt-dhcp-domain-local";
 import { libvirtDnsRecordInSubnet } from "./libvirt-dns-record-in-subnet";
 import { libvirtRecordOutsideNeutralizedDomain } from "./libvirt-record-outside-neutralized-domain";
@@ -33,6 +34,7 @@ import { sshHostKeyPinned } from "./ssh-host-key-pinned";
 export const allPolicies: Policy[] = [
   sshHostKeyPinned,
   firewallServiceNeverStopped,
+  installerFetchedOverHttps,
   networkManagerLeavesKubeIpvs0Alone,
   cniDevicesUnmanaged,
   nodePreparedBeforeClusterJoin,

@@ -29,3 +29,10 @@ export function objectProp(
     ? (value as Record<string, unknown>)
     : undefined;
 }
+
+/** The command texts a remote command resource runs: its create, update and delete. */
+export function remoteCommandTexts(props: Record<string, unknown>): string[] {
+  return ["create", "update", "delete"]
+    .map((k) => props[k])
+    .filter((v): v is string => typeof v === "string");
+}

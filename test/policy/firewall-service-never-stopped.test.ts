@@ -1,5 +1,5 @@
 import { firewallServiceNeverStopped } from "../../policy/policies/firewall-service-never-stopped";
-import { NODE_PREPARATION, REMOTE_COMMAND_TYPE } from "../../components/model";
+import { NODE_PREPARATION, REMOTE_COMMAND_TYPE, RKE2_NODE_START } from "../../components/model";
 import { componentFile } from "../../components/assets";
 import * as path from "path";
 import { assertNoViolations, assertViolation, resource } from "./util";
@@ -79,6 +79,17 @@ describe("policy firewall-service-never-stopped", () => {
     "iptables -F",
     "iptables -t nat --flush",
     "iptables-restore < /etc/sysconfig/iptables",
+    "iptables-restore < /root/rules.v4",
+    "service iptables stop",
+    "service ip6tables restart",
+    "service iptables reload",
+    "systemctl reload iptables.service",
+    "nft flush ruleset",
+    "nft -a flush table ip filter",
+    "nft delete table inet filter",
+    "firewall-cmd --reload",
+    "firewall-cmd --complete-reload",
+    "firewall-cmd --zone=public --add-port=9345/tcp --permanent && firewall-cmd --reload",
   ]) {
     it(`rejects "${command}"`, async () => {
       await assertViolation(
@@ -86,6 +97,42 @@ describe("policy firewall-service-never-stopped", () => {
         [
           resource(REMOTE_COMMAND_TYPE, {
             create: changed("# never: systemctl stop iptables", command),
+          }),
+        ],
+        /removes every rule/,
+      );
+    });
+  }
+
+  for (const command of [
+    "iptables-restore --noflush < /root/extra.rules",
+    "iptables-restore -n < /root/extra.rules",
+    "nft list ruleset",
+    "firewall-cmd --state",
+    "firewall-cmd --permanent --add-port=9345/tcp",
+    "service sshd restart",
+  ]) {
+    it(`accepts "${command}"`, async () => {
+      await assertNoViolations(firewallServiceNeverStopped, [
+        resource(REMOTE_COMMAND_TYPE, {
+          create: changed("# never: systemctl stop iptables", command),
+        }),
+      ]);
+    });
+  }
+
+  for (const tail of ["service iptables stop", "nft flush ruleset"]) {
+    it(`rejects rke2.installCommand ending "&& ${tail}"`, async () => {
+      const start = componentFile(
+        path.join(__dirname, "../../components/rke2-cluster"),
+        "rke2-start.sh",
+      );
+      await assertViolation(
+        firewallServiceNeverStopped,
+        [
+          resource(RKE2_NODE_START.token, {
+            script: start,
+            installCommand: `curl -sfL https://get.rke2.io | INSTALL_RKE2_VERSION=v1.35.7+rke2r1 sh - && ${tail}`,
           }),
         ],
         /removes every rule/,
