@@ -582,6 +582,45 @@ def floor_rows(rows):
     return out
 
 
+FLOOR_TARGET = 1.2
+
+
+def floor_ratio_rows(by_section):
+    """The product's pulumi CPU per added node against the floor's, both measured in this run."""
+    out = []
+    for section, op, label in (("converge", "up", "pulumi up"), ("drift", "drift", "the drift check")):
+        product = {r["nodes"]: r for r in by_section[section] if not r.get("measured_on")}
+        floor = {
+            r["nodes"]: r
+            for r in by_section["floor"]
+            if r.get("mode") == "ts" and r.get("op") == op and not r.get("measured_on")
+        }
+        if len(product) < 2 or len(floor) < 2:
+            continue
+        lo, hi = min(product), max(product)
+        pulumi_cpu = {n: median([c["operator_ms"] for c in product[n].get("cpu") or []]) for n in (lo, hi)}
+        floor_per = per_added_node(floor, "cpu_ms")
+        if None in pulumi_cpu.values() or not floor_per:
+            continue
+        product_per = (pulumi_cpu[hi] - pulumi_cpu[lo]) / (hi - lo)
+        ratio = product_per / floor_per
+        text = (
+            f"the product {product_per:.1f} ms of pulumi CPU per added node ({lo}→{hi} nodes), "
+            f"the floor {floor_per:.1f} ms ({min(floor)}→{max(floor)} nodes): **{ratio:.2f}×**"
+        )
+        out.append(
+            (
+                "4c The product against the floor",
+                f"{label}: pulumi CPU per added node, as a ratio to Pulumi's floor (TypeScript) in the same run",
+                text,
+                f"≤ {FLOOR_TARGET}× the floor",
+                verdict(ratio <= FLOOR_TARGET),
+                "bash bench/run converge floor",
+            )
+        )
+    return out
+
+
 # Per run, the figures that grow with the estate, so a regression shows against earlier runs.
 HISTORY_KEEP = 10
 REGRESSION = 1.2
@@ -696,6 +735,7 @@ def cmd_report(args):
     )
     table += scale_rows(by_section["scale"])
     table += floor_rows(by_section["floor"])
+    table += floor_ratio_rows(by_section)
     table += joingate_rows(by_section["joingate"])
 
     missed = [t for t in table if "**" in t[4]]
