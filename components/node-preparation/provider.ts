@@ -31,8 +31,14 @@ export interface NodePreparationState {
   readonly rebootRequired?: boolean;
   /** No Rocky REJECT rule in INPUT or FORWARD (IPv4 and IPv6). */
   readonly rejectRulesAbsent: boolean;
-  /** Content of 99-rke2-unmanaged.conf (desired on input, found on output). */
+  /**
+   * 99-rke2-unmanaged.conf: on input as the stack renders it, on output as found. The host's
+   * file is merged with the stack's: the operator's entries stay, the stack's missing ones are
+   * added, so the two texts may differ while the found file lists every device of the stack's.
+   */
   readonly networkManagerConfig: string;
+  /** Earlier conf files setting unmanaged-devices that the host's drop-in replaces (`=`). */
+  readonly networkManagerReplaces?: readonly string[];
   /** kube-ipvs0 state as found: up, down or absent. */
   readonly kubeIpvs0?: string;
   /** What the last apply changed, line by line. */
@@ -61,6 +67,7 @@ function observed(
     firewalldRunning: f.firewalldActive,
     rejectRulesAbsent: f.rejectRules === 0,
     networkManagerConfig: f.networkManagerConfig,
+    networkManagerReplaces: f.networkManagerReplaces,
     kubeIpvs0: f.kubeIpvs0,
     rebootRequired: f.rebootRequired,
     hostFindings: f.hostFindings,
@@ -82,12 +89,29 @@ async function runNodeScript(state: NodePreparationState, action: "read" | "appl
   return { facts: facts.parseNodeFacts(result.stdout), changes: ssh.changedLines(result) };
 }
 
+/**
+ * What the host's NetworkManager drop-in lacks against the stack's: "networkManagerConfig" when
+ * it misses a device of the stack's or replaces an earlier file's entries, else nothing.
+ */
+function networkManagerOff(found: NodePreparationState, desired: NodePreparationState): string[] {
+  const missing = facts.missingDeviceSpecs(
+    found.networkManagerConfig,
+    desired.networkManagerConfig,
+  );
+  return missing.length > 0 || (found.networkManagerReplaces ?? []).length > 0
+    ? ["networkManagerConfig"]
+    : [];
+}
+
 /** After an apply, a fact still off means the host refused a change: fail, naming it. */
 function assertConverged(
   desired: NodePreparationState,
   found: NodePreparationState,
 ): NodePreparationState {
-  const off = CONVERGENT.filter((k) => found[k] !== desired[k]);
+  const off = [
+    ...CONVERGENT.filter((k) => found[k] !== desired[k]),
+    ...networkManagerOff(found, desired),
+  ];
   if (off.length > 0) {
     throw new Error(
       `node ${desired.node}: preparation did not converge (${off.join(", ")} still differ); ` +
@@ -101,7 +125,6 @@ const CONVERGENT = [
   "firewallServicesDisabled",
   "nmCloudSetupDisabled",
   "rejectRulesAbsent",
-  "networkManagerConfig",
 ] as const;
 
 export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
@@ -110,7 +133,10 @@ export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
     olds: NodePreparationState,
     news: NodePreparationState,
   ): Promise<pulumi.dynamic.DiffResult> {
-    const drifted = CONVERGENT.filter((k) => olds[k] !== news[k]);
+    const drifted = [
+      ...CONVERGENT.filter((k) => olds[k] !== news[k]),
+      ...networkManagerOff(olds, news),
+    ];
     const kubeIpvsDrift = news.bringUpKubeIpvs && olds.kubeIpvs0 === "down";
     // A reboot the host still owes stays a difference until it happened, so a drift check
     // (preview --refresh --expect-no-changes) keeps failing on it.

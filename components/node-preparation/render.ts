@@ -22,12 +22,44 @@ export function unmanagedDevicesProblems(
   return problems;
 }
 
-/** NetworkManager keyfile config that keeps kube-ipvs0 and the CNI's devices unmanaged (seed 003). */
+/**
+ * NetworkManager keyfile config that keeps kube-ipvs0 and the CNI's devices unmanaged (seed 003).
+ * `+=` appends to what earlier files set (NetworkManager.conf(5): a later `key=` replaces the
+ * value, `key+=` appends to it), so an operator's own earlier entries keep their effect.
+ */
 export function renderUnmanagedDevicesConfig(devices: readonly string[]): string {
   return [
     "[keyfile]",
-    `unmanaged-devices=${devices.map((d) => `interface-name:${d}`).join(";")}`,
+    `unmanaged-devices+=${devices.map((d) => `interface-name:${d}`).join(";")}`,
   ].join("\n");
+}
+
+/**
+ * The unmanaged-devices specs one keyfile config leaves in force: its `[keyfile]` lines in order,
+ * `unmanaged-devices=` replacing and `unmanaged-devices+=` appending (as prepare-node.sh reads the
+ * file on the host).
+ */
+export function unmanagedDeviceSpecs(config: string): string[] {
+  let specs: string[] = [];
+  let section = "";
+  for (const raw of config.split("\n")) {
+    const line = raw.trim();
+    if (line.startsWith("[")) {
+      section = line.replace(/\s/g, "");
+      continue;
+    }
+    const m = /^unmanaged-devices\s*(\+?)=\s*(.*)$/.exec(line);
+    if (section !== "[keyfile]" || !m) continue;
+    const more = m[2].split(";").filter(Boolean);
+    specs = m[1] === "+" ? [...specs, ...more] : more;
+  }
+  return specs;
+}
+
+/** The specs `desired` lists that the config `found` does not leave in force. */
+export function missingDeviceSpecs(found: string, desired: string): string[] {
+  const have = new Set(unmanagedDeviceSpecs(found));
+  return unmanagedDeviceSpecs(desired).filter((s) => !have.has(s));
 }
 
 /** What the node script reports, parsed from its key=value lines. */
@@ -42,11 +74,17 @@ export interface NodeFacts {
   /** nm-cloud-setup's service or timer running. */
   readonly nmCloudSetupActive: boolean;
   readonly rejectRules: number;
+  /** The drop-in as found (empty when absent). */
   readonly networkManagerConfig: string;
+  /** Earlier conf files setting unmanaged-devices that the drop-in's `=` replaces. */
+  readonly networkManagerReplaces: readonly string[];
   readonly kubeIpvs0: "up" | "down" | "absent";
   /** An rke2-server or rke2-agent unit is installed or running on the node. */
   readonly rke2Installed: boolean;
-  /** NetworkManager's drop-in changed on a node that already had RKE2, and it has not booted since. */
+  /**
+   * NetworkManager's drop-in changed on a node that already had RKE2, adding a device that
+   * exists, and it has not booted since.
+   */
   readonly rebootRequired: boolean;
   /** What makes the host unfit for the stack's node (its address, memory, CPUs, resolver). */
   readonly hostFindings: readonly string[];
@@ -82,6 +120,7 @@ export function parseNodeFacts(stdout: string): NodeFacts {
     nmCloudSetupActive: flag("nm_cloud_setup_active"),
     rejectRules: Number(get("reject_rules")),
     networkManagerConfig: Buffer.from(get("nm_config_b64"), "base64").toString("utf8"),
+    networkManagerReplaces: get("nm_replaces").split(" ").filter(Boolean),
     kubeIpvs0: get("kube_ipvs0") as NodeFacts["kubeIpvs0"],
     rke2Installed: flag("rke2_installed"),
     rebootRequired: flag("reboot_required"),

@@ -1,5 +1,6 @@
 import { ResourceValidationPolicy } from "@pulumi/policy";
 import { NODE_PREPARATION } from "../../components/model";
+import { unmanagedDeviceSpecs } from "../../components/node-preparation/render";
 
 /** Devices each CNI creates that NetworkManager must not manage (RKE2 docs, seed 003). */
 export const CNI_DEVICES: Readonly<Record<string, readonly string[]>> = {
@@ -11,11 +12,7 @@ export const CNI_DEVICES: Readonly<Record<string, readonly string[]>> = {
 
 /** The interface names a NetworkManager keyfile config leaves unmanaged. */
 export function unmanagedDevices(config: string): string[] {
-  if (!config.includes("[keyfile]")) return [];
-  const line = config.split("\n").find((l) => l.startsWith("unmanaged-devices="));
-  return (line?.slice("unmanaged-devices=".length).split(";") ?? []).map((d) =>
-    d.replace(/^interface-name:/, ""),
-  );
+  return unmanagedDeviceSpecs(config).map((d) => d.replace(/^interface-name:/, ""));
 }
 
 export const cniDevicesUnmanaged: ResourceValidationPolicy = {

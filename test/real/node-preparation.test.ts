@@ -389,7 +389,7 @@ describe("firewalld and nm-cloud-setup (real iptables; firewalld and systemd sta
 
     it("is false when the drop-in changes on a node without RKE2", async () => {
       const outs = (await provider.create!(desired(NODE))).outs as NodePreparationState;
-      assert.ok(outs.lastChanges?.includes(`wrote ${NM_CONF}`));
+      assert.ok(outs.lastChanges?.some((c) => c.startsWith(`wrote ${NM_CONF}, adding `)));
       assert.equal(outs.rebootRequired, false);
       assert.deepEqual(warnings, []);
     });
@@ -402,7 +402,7 @@ describe("firewalld and nm-cloud-setup (real iptables; firewalld and systemd sta
       assert.equal(warnings.length, 1, JSON.stringify(warnings));
       assert.match(
         warnings[0],
-        /^node sza122031\.local: warning: .*already has RKE2; reboot the node/,
+        /^node sza122031\.local: warning: .*already has RKE2 and a device it adds exists; reboot the node/,
       );
       const rke2 = unitState(NODE, "rke2-server.service");
       assert.equal(rke2.active, true, "RKE2 was stopped");
@@ -441,6 +441,127 @@ describe("firewalld and nm-cloud-setup (real iptables; firewalld and systemd sta
       assert.doesNotMatch(calls, /\b(reboot|kexec|poweroff)\b/);
     });
   });
+  describe("an operator's own NetworkManager config (seed 003's hand-written drop-in)", () => {
+    const NODE = 31;
+    // What seed 003's operators wrote on each server, word for word.
+    const SEED_003 =
+      "[keyfile]\nunmanaged-devices=interface-name:kube-ipvs0;interface-name:cali*;interface-name:vxlan.calico;interface-name:tunl*\n";
+    const confDir = () => path.dirname(nodeFile(NODE, NM_CONF));
+    const kept = () =>
+      fs.readdirSync(confDir()).filter((f) => /^99-rke2-unmanaged\.conf\.\d{8}T\d{6}Z$/.test(f));
+    const nodeNs = labNs(`n${NODE}`);
+    const warnings: string[] = [];
+    const originalWarn = pulumi.log.warn;
+    beforeEach(() => {
+      assert.equal(lab("reset-node", String(NODE)).status, 0);
+      addUnit(NODE, "rke2-server.service");
+      warnings.length = 0;
+      (pulumi.log as { warn: typeof pulumi.log.warn }).warn = async (msg: string) => {
+        warnings.push(msg);
+      };
+    });
+    afterEach(() => {
+      (pulumi.log as { warn: typeof pulumi.log.warn }).warn = originalWarn;
+      inNamespace(nodeNs, ["ip", "link", "del", "flannel.1"]);
+    });
+    after(() => assert.equal(lab("reset-node", String(NODE)).status, 0));
+
+    it("keeps the operators' entries, adds the missing ones, keeps the old file, and owes no reboot where no added device exists", async () => {
+      fs.writeFileSync(nodeFile(NODE, NM_CONF), SEED_003);
+      const outs = (await provider.create!(desired(NODE))).outs as NodePreparationState;
+      const file = fs.readFileSync(nodeFile(NODE, NM_CONF), "utf8");
+      assert.equal(
+        file,
+        "[keyfile]\nunmanaged-devices+=interface-name:kube-ipvs0;interface-name:cali*;interface-name:vxlan.calico;interface-name:tunl*;" +
+          "interface-name:vxlan-v6.calico;interface-name:flannel*;interface-name:wireguard.cali;interface-name:wg-v6.cali\n",
+      );
+      assert.equal(kept().length, 1, fs.readdirSync(confDir()).join(" "));
+      assert.equal(fs.readFileSync(path.join(confDir(), kept()[0]), "utf8"), SEED_003);
+      assert.equal(outs.rebootRequired, false);
+      assert.deepEqual(warnings, []);
+      assert.equal((await provider.diff!("id", outs, desired(NODE))).changes, false);
+    });
+
+    it("owes a reboot when a device it adds exists on the node (flannel.1)", async () => {
+      fs.writeFileSync(nodeFile(NODE, NM_CONF), SEED_003);
+      const link = inNamespace(nodeNs, [
+        "ip",
+        "link",
+        "add",
+        "flannel.1",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "fl-peer",
+      ]);
+      assert.equal(link.status, 0, link.stderr);
+      const outs = (await provider.create!(desired(NODE))).outs as NodePreparationState;
+      assert.equal(outs.rebootRequired, true);
+      assert.equal(warnings.length, 1, JSON.stringify(warnings));
+      assert.match(warnings[0], /a device it adds exists; reboot the node/);
+    });
+
+    it("leaves a file that already lists every device alone: not rewritten, not kept, no reload", async () => {
+      const own =
+        renderUnmanagedDevicesConfig([...DEFAULT_UNMANAGED_DEVICES, "eth1"]).replace("+=", "=") +
+        "\n";
+      fs.writeFileSync(nodeFile(NODE, NM_CONF), own);
+      const outs = (await provider.create!(desired(NODE))).outs as NodePreparationState;
+      assert.equal(fs.readFileSync(nodeFile(NODE, NM_CONF), "utf8"), own);
+      assert.deepEqual(kept(), []);
+      assert.deepEqual(unitState(NODE, "NetworkManager.service").history, []);
+      assert.equal(outs.rebootRequired, false);
+      assert.equal((await provider.diff!("id", outs, desired(NODE))).changes, false);
+    });
+
+    it("keeps an operator's storage NIC and the other keys of the file", async () => {
+      fs.writeFileSync(
+        nodeFile(NODE, NM_CONF),
+        "[main]\ndns=none\n[keyfile]\nunmanaged-devices=interface-name:eth1\n# theirs\n",
+      );
+      await provider.create!(desired(NODE));
+      const file = fs.readFileSync(nodeFile(NODE, NM_CONF), "utf8");
+      assert.match(
+        file,
+        /^\[main\]\ndns=none\n\[keyfile\]\nunmanaged-devices\+=interface-name:eth1;interface-name:kube-ipvs0;/,
+      );
+      assert.match(file, /# theirs\n$/);
+    });
+
+    it("appends where an earlier file sets the key, so its entries keep their effect", async () => {
+      fs.writeFileSync(
+        path.join(confDir(), "50-storage-nic.conf"),
+        "[keyfile]\nunmanaged-devices=interface-name:eth2\n",
+      );
+      const full =
+        renderUnmanagedDevicesConfig(DEFAULT_UNMANAGED_DEVICES).replace("+=", "=") + "\n";
+      fs.writeFileSync(nodeFile(NODE, NM_CONF), full);
+      const read = (await provider.read!("id", desired(NODE))).props as NodePreparationState;
+      assert.deepEqual(read.networkManagerReplaces, [
+        path.posix.join("/etc/NetworkManager/conf.d", "50-storage-nic.conf"),
+      ]);
+      assert.equal((await provider.diff!("id", read, desired(NODE))).changes, true);
+      const outs = (await provider.update!("id", read, desired(NODE))).outs as NodePreparationState;
+      assert.equal(fs.readFileSync(nodeFile(NODE, NM_CONF), "utf8"), full.replace("=", "+="));
+      assert.deepEqual(outs.networkManagerReplaces, []);
+      assert.equal(outs.rebootRequired, false, "nothing was added");
+    });
+
+    it("refuses, changing nothing, where a later file replaces the key, and names it", async () => {
+      fs.writeFileSync(
+        path.join(confDir(), "zz-site.conf"),
+        "[keyfile]\nunmanaged-devices=interface-name:eth3\n",
+      );
+      await assert.rejects(
+        provider.create!(desired(NODE)),
+        /zz-site\.conf sets unmanaged-devices= after .*99-rke2-unmanaged\.conf.*unmanaged-devices\+=/,
+      );
+      assert.ok(!fs.existsSync(nodeFile(NODE, NM_CONF)));
+      assert.equal(unitState(NODE, "iptables.service").enabled, true, "something was changed");
+    });
+  });
+
   describe("host checks before any change (kubespray's preinstall checks that apply to RKE2)", () => {
     const NODE = 31;
     const resolv = nodeFile(NODE, "/etc/resolv.conf");

@@ -1,12 +1,14 @@
 import * as assert from "assert/strict";
 import { DEFAULT_UNMANAGED_DEVICES } from "../../components/model";
 import {
+  missingDeviceSpecs,
   parseNodeFacts,
   renderUnmanagedDevicesConfig,
+  unmanagedDeviceSpecs,
 } from "../../components/node-preparation/render";
 
 const NM_CONFIG =
-  "[keyfile]\nunmanaged-devices=interface-name:kube-ipvs0;interface-name:cali*;" +
+  "[keyfile]\nunmanaged-devices+=interface-name:kube-ipvs0;interface-name:cali*;" +
   "interface-name:vxlan.calico;interface-name:vxlan-v6.calico;interface-name:tunl*;" +
   "interface-name:flannel*;interface-name:wireguard.cali;interface-name:wg-v6.cali";
 
@@ -22,6 +24,7 @@ function scriptOutput(overrides: Record<string, string | undefined> = {}): strin
     nm_cloud_setup_active: "false",
     reject_rules: "2",
     nm_config_b64: Buffer.from(NM_CONFIG, "utf8").toString("base64"),
+    nm_replaces: "/etc/NetworkManager/conf.d/50-storage-nic.conf",
     kube_ipvs0: "down",
     rke2_installed: "true",
     reboot_required: "true",
@@ -41,6 +44,44 @@ describe("node preparation", () => {
     });
   });
 
+  describe("the unmanaged-devices a keyfile config leaves in force (NetworkManager.conf(5))", () => {
+    it("reads [keyfile] lines in order: = replaces, += appends; other sections do not count", () => {
+      const config = [
+        "[main]",
+        "unmanaged-devices=interface-name:not-keyfile",
+        "[keyfile]",
+        "unmanaged-devices=interface-name:eth1",
+        "unmanaged-devices+=interface-name:cali*;interface-name:tunl*",
+        "[logging]",
+        "level=INFO",
+      ].join("\n");
+      assert.deepEqual(unmanagedDeviceSpecs(config), [
+        "interface-name:eth1",
+        "interface-name:cali*",
+        "interface-name:tunl*",
+      ]);
+      assert.deepEqual(
+        unmanagedDeviceSpecs(`${config}\n[keyfile]\nunmanaged-devices = mac:00:11:22:33:44:55`),
+        ["mac:00:11:22:33:44:55"],
+      );
+      assert.deepEqual(unmanagedDeviceSpecs(""), []);
+    });
+
+    it("names the stack's specs a found file lacks, whatever the found file's order or extras", () => {
+      const seed003 =
+        "[keyfile]\nunmanaged-devices=interface-name:kube-ipvs0;interface-name:cali*;interface-name:vxlan.calico;interface-name:tunl*";
+      assert.deepEqual(missingDeviceSpecs(seed003, NM_CONFIG), [
+        "interface-name:vxlan-v6.calico",
+        "interface-name:flannel*",
+        "interface-name:wireguard.cali",
+        "interface-name:wg-v6.cali",
+      ]);
+      const reordered = `[keyfile]\nunmanaged-devices=interface-name:eth1;${unmanagedDeviceSpecs(NM_CONFIG).reverse().join(";")}`;
+      assert.deepEqual(missingDeviceSpecs(reordered, NM_CONFIG), []);
+      assert.equal(missingDeviceSpecs("", NM_CONFIG).length, 8);
+    });
+  });
+
   describe("parseNodeFacts", () => {
     it("reads every fact the node script reports", () => {
       assert.deepEqual(parseNodeFacts(scriptOutput()), {
@@ -53,6 +94,7 @@ describe("node preparation", () => {
         nmCloudSetupActive: false,
         rejectRules: 2,
         networkManagerConfig: NM_CONFIG,
+        networkManagerReplaces: ["/etc/NetworkManager/conf.d/50-storage-nic.conf"],
         kubeIpvs0: "down",
         rke2Installed: true,
         rebootRequired: true,

@@ -1,6 +1,6 @@
 ACTION='apply'
 NM_CONFIG='[keyfile]
-unmanaged-devices=interface-name:kube-ipvs0;interface-name:cali*;interface-name:vxlan.calico;interface-name:vxlan-v6.calico;interface-name:tunl*;interface-name:flannel*;interface-name:wireguard.cali;interface-name:wg-v6.cali'
+unmanaged-devices+=interface-name:kube-ipvs0;interface-name:cali*;interface-name:vxlan.calico;interface-name:vxlan-v6.calico;interface-name:tunl*;interface-name:flannel*;interface-name:wireguard.cali;interface-name:wg-v6.cali'
 BRING_UP_KUBE_IPVS='false'
 NODE_IP=''
 MIN_MEMORY_MIB='3584'
@@ -9,7 +9,9 @@ MIN_CPUS='2'
 # Node preparation for RKE2 on Rocky Linux 9 (seed 003). Run over SSH as root, one session per
 # read or apply. Parameters arrive as shell assignments before this script:
 #   ACTION             "read" (report only) or "apply" (converge, then report)
-#   NM_CONFIG          desired content of /etc/NetworkManager/conf.d/99-rke2-unmanaged.conf
+#   NM_CONFIG          the drop-in /etc/NetworkManager/conf.d/99-rke2-unmanaged.conf as the stack
+#                      renders it; merged into a file the host has (its entries kept, the
+#                      stack's missing ones added, the previous file kept beside it)
 #   BRING_UP_KUBE_IPVS "true" to set kube-ipvs0 up (kube-proxy keeps it DOWN by design)
 #   NODE_IP            the node's address in the stack
 #   MIN_MEMORY_MIB, MIN_CPUS   the memory (MemTotal) and online CPUs RKE2 needs on the node
@@ -24,7 +26,8 @@ MIN_CPUS='2'
 # including kube-proxy's and Calico's. It deletes exactly the REJECT rules Rocky's defaults add.
 # firewalld is stopped only when its stop provably leaves every other rule alone (see
 # firewalld_stop_blocker); otherwise it is disabled and keeps running until the next reboot.
-# When the NetworkManager drop-in changes while RKE2 runs, it reports reboot_required=true
+# The NetworkManager drop-in is merged into what the host has (see write_nm_config). When it
+# changes while RKE2 is installed and a device it adds exists, it reports reboot_required=true
 # and never reboots by itself. That owed reboot is kept in REBOOT_PENDING with the boot it was
 # owed in (the kernel's boot_id), so every later read and apply reports it until the node has
 # booted again, even when the run that wrote the drop-in failed afterwards.
@@ -183,27 +186,147 @@ remove_reject() {
   if [ "$removed" -gt 0 ]; then changed "removed $removed REJECT rule(s) from $tool $chain"; else ok "$tool $chain has no REJECT rule"; fi
 }
 
+# NetworkManager's config (NetworkManager.conf(5)): files are read in order, /usr/lib/NetworkManager/
+# conf.d, /run/NetworkManager/conf.d, NetworkManager.conf, then /etc/NetworkManager/conf.d by name
+# (a name in /etc shadows the same name in /usr/lib and /run); a later `key=` replaces what earlier
+# files set, and `key+=` appends to it. The drop-in therefore appends (`unmanaged-devices+=`), so
+# an operator's earlier file (a storage NIC in 50-storage-nic.conf) keeps its effect.
+
+# The conf files NetworkManager reads, in its order, one per line; the drop-in is listed at its
+# place by name even before it exists.
+nm_conf_files() {
+  local dir f name
+  local -A etc=()
+  for f in /etc/NetworkManager/conf.d/*.conf; do [ -f "$f" ] && etc[$(basename "$f")]=1; done
+  for dir in /usr/lib/NetworkManager/conf.d /run/NetworkManager/conf.d; do
+    for f in "$dir"/*.conf; do
+      name="$(basename "$f")"
+      [ -f "$f" ] && [ -z "${etc[$name]:-}" ] && echo "$f"
+    done
+  done
+  [ -f /etc/NetworkManager/NetworkManager.conf ] && echo /etc/NetworkManager/NetworkManager.conf
+  for f in /etc/NetworkManager/conf.d/*.conf; do [ -f "$f" ] && echo "$f"; done | { cat; echo "$NM_CONF"; } | LC_ALL=C sort -u
+}
+
+# The [keyfile] unmanaged-devices lines of FILE (stdin when "-"), as "<op> <value>", op "=" or "+=".
+nm_unmanaged_lines() {
+  awk '
+    /^[[:space:]]*\[/ { section = $0; gsub(/[[:space:]]/, "", section); next }
+    section == "[keyfile]" && /^[[:space:]]*unmanaged-devices[[:space:]]*\+?=/ {
+      line = $0; sub(/^[[:space:]]*unmanaged-devices[[:space:]]*/, "", line)
+      op = substr(line, 1, 1) == "+" ? "+=" : "="
+      sub(/^\+?=[[:space:]]*/, "", line)
+      print op " " line
+    }' "$1"
+}
+
+# The specs FILE's lines leave in force, one per line ("=" replaces, "+=" appends).
+nm_file_specs() {
+  local op value spec
+  local -a specs=() more
+  while read -r op value; do
+    [ "$op" = "=" ] && specs=()
+    IFS=';' read -ra more <<<"$value"
+    for spec in "${more[@]}"; do [ -n "$spec" ] && specs+=("$spec"); done
+  done < <(nm_unmanaged_lines "$1")
+  [ "${#specs[@]}" -eq 0 ] || printf '%s\n' "${specs[@]}"
+}
+
+# Facts of the drop-in among the files NetworkManager reads: nm_missing (the stack's specs it lacks,
+# ";"-joined), nm_replaces (earlier files setting the key that its "=" replaces), nm_overridden_by
+# (later files whose "=" replaces it: the stack's entries would not take effect).
+nm_config_facts() {
+  local f seen=false op spec
+  local -a missing=() replaces=() overridden=()
+  local have=""
+  [ -f "$NM_CONF" ] && have=";$(nm_file_specs "$NM_CONF" | paste -sd';');"
+  while IFS= read -r spec; do
+    [ -n "$spec" ] && [[ "$have" != *";$spec;"* ]] && missing+=("$spec")
+  done < <(printf '%s\n' "$NM_CONFIG" | nm_file_specs -)
+  local first_op=""
+  [ -f "$NM_CONF" ] && first_op="$(nm_unmanaged_lines "$NM_CONF" | head -n1 | cut -d' ' -f1)"
+  while IFS= read -r f; do
+    if [ "$f" = "$NM_CONF" ]; then seen=true; continue; fi
+    op="$(nm_unmanaged_lines "$f" | head -n1 | cut -d' ' -f1)"
+    [ -n "$op" ] || continue
+    if ! $seen && [ "$first_op" = "=" ]; then replaces+=("$f"); fi
+    if $seen && [ "$op" = "=" ]; then overridden+=("$f"); fi
+  done < <(nm_conf_files)
+  nm_missing="$(IFS=';'; echo "${missing[*]}")"
+  nm_replaces="$(IFS=' '; echo "${replaces[*]}")"
+  nm_overridden_by="$(IFS=' '; echo "${overridden[*]}")"
+}
+
+# The drop-in with the stack's missing specs added to its entries, as "+=" (stdout).
+nm_merged_config() {
+  if [ ! -f "$NM_CONF" ]; then
+    printf '%s\n' "$NM_CONFIG"
+    return
+  fi
+  local specs
+  specs="$( { nm_file_specs "$NM_CONF"; tr ';' '\n' <<<"$nm_missing"; } | awk 'NF && !seen[$0]++' | paste -sd';')"
+  awk -v line="unmanaged-devices+=$specs" '
+    /^[[:space:]]*\[/ {
+      if (section == "[keyfile]" && !done) { print line; done = 1 }
+      section = $0; gsub(/[[:space:]]/, "", section); print; next
+    }
+    section == "[keyfile]" && /^[[:space:]]*unmanaged-devices[[:space:]]*\+?=/ {
+      if (!done) { print line; done = 1 }
+      next
+    }
+    { print }
+    END {
+      if (!done && section == "[keyfile]") print line
+      else if (!done) { print "[keyfile]"; print line }
+    }' "$NM_CONF"
+}
+
+# Whether a device the drop-in adds exists on the node (NetworkManager may have taken it).
+nm_added_device_exists() {
+  local name spec pattern
+  while read -r name; do
+    for spec in ${nm_missing//;/ }; do
+      case "$spec" in
+        interface-name:=*) [ "$name" = "${spec#interface-name:=}" ] && return 0 ;;
+        interface-name:*)
+          pattern="${spec#interface-name:}"
+          # shellcheck disable=SC2053 # a glob, as NetworkManager matches interface names
+          [[ "$name" == $pattern ]] && return 0
+          ;;
+        *) return 0 ;; # another kind of spec: whether it matches cannot be told here
+      esac
+    done
+  done < <(ip -o link show 2>/dev/null | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }')
+  return 1
+}
+
 write_nm_config() {
-  local current=""
-  [ -f "$NM_CONF" ] && current="$(cat "$NM_CONF")"
-  if [ "$current" = "$NM_CONFIG" ]; then
-    ok "$NM_CONF is as desired"
+  nm_config_facts
+  if [ -z "$nm_missing" ] && [ -z "$nm_replaces" ]; then
+    ok "$NM_CONF lists every device the stack leaves unmanaged"
     return
   fi
   mkdir -p "$(dirname "$NM_CONF")"
-  local tmp
+  local tmp kept=""
   tmp="$(mktemp "$NM_CONF.XXXXXX")"
-  printf '%s\n' "$NM_CONFIG" >"$tmp"
+  nm_merged_config >"$tmp"
   chmod 0644 "$tmp"
+  if [ -f "$NM_CONF" ]; then
+    kept="$NM_CONF.$(date -u +%Y%m%dT%H%M%SZ)"
+    cp -p "$NM_CONF" "$kept"
+  fi
   mv -f "$tmp" "$NM_CONF"
-  changed "wrote $NM_CONF"
+  changed "wrote $NM_CONF${nm_missing:+, adding ${nm_missing}}${nm_replaces:+, appending to what $nm_replaces set}${kept:+ (the previous file is kept as $kept)}"
   # rancher/rke2-docs@9477b7b1:docs/known_issues.md (NetworkManager): on a system that already has
-  # RKE2 installed, the changed unmanaged devices take effect only after a reboot of the node.
-  if [ "$rke2_present" = true ]; then
+  # RKE2 installed, the changed unmanaged devices take effect only after a reboot of the node. Only
+  # a device NetworkManager may already have taken needs it: one the change adds that exists now.
+  if [ "$rke2_present" = true ] && nm_added_device_exists; then
     reboot_required=true
     mkdir -p "$(dirname "$REBOOT_PENDING")"
     { cat "$BOOT_ID_FILE"; echo "$NM_CONF changed on a node that already has RKE2"; } >"$REBOOT_PENDING"
-    echo "warning: $NM_CONF changed on a node that already has RKE2; reboot the node for NetworkManager to leave the CNI devices alone (this run does not reboot it)" >&2
+    echo "warning: $NM_CONF changed on a node that already has RKE2 and a device it adds exists; reboot the node for NetworkManager to leave the CNI devices alone (this run does not reboot it)" >&2
+  elif [ "$rke2_present" = true ]; then
+    ok "no device the change adds exists on the node, so no reboot is owed"
   fi
   if [ "$(unit_state NetworkManager.service)" != absent ]; then
     systemctl reload NetworkManager.service
@@ -241,6 +364,10 @@ cpus="$(nproc)"
 if [ "$cpus" -lt "${MIN_CPUS:-0}" ]; then
   host_findings+=("it has ${cpus} CPU(s), fewer than the ${MIN_CPUS} RKE2 needs")
 fi
+nm_config_facts
+if [ -n "$nm_overridden_by" ]; then
+  host_findings+=("$nm_overridden_by sets unmanaged-devices= after $NM_CONF, so the devices the stack lists would stay managed; change its line to unmanaged-devices+= (or list the devices there)")
+fi
 if [ "$ACTION" = "apply" ] && [ "${#host_findings[@]}" -gt 0 ]; then
   echo "error: nothing was changed: $(IFS=';'; echo "${host_findings[*]}")" >&2
   exit 1
@@ -271,6 +398,7 @@ fi
 
 nm_current=""
 [ -f "$NM_CONF" ] && nm_current="$(cat "$NM_CONF")"
+nm_config_facts
 kube_ipvs0=absent
 if ip link show kube-ipvs0 >/dev/null 2>&1; then
   if ip link show kube-ipvs0 | grep -q ',UP'; then kube_ipvs0=up; else kube_ipvs0=down; fi
@@ -284,6 +412,7 @@ echo "nm_cloud_setup_timer=$(unit_state nm-cloud-setup.timer)"
 echo "nm_cloud_setup_active=$({ unit_active nm-cloud-setup.service || unit_active nm-cloud-setup.timer; } && echo true || echo false)"
 echo "reject_rules=$(($(reject_count iptables INPUT "${REJECT_V4[@]}") + $(reject_count iptables FORWARD "${REJECT_V4[@]}") + $(reject_count ip6tables INPUT "${REJECT_V6[@]}") + $(reject_count ip6tables FORWARD "${REJECT_V6[@]}")))"
 echo "nm_config_b64=$(printf '%s' "$nm_current" | base64 -w0)"
+echo "nm_replaces=$nm_replaces"
 echo "kube_ipvs0=$kube_ipvs0"
 echo "rke2_installed=$rke2_present"
 echo "reboot_required=$reboot_required"
