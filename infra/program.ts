@@ -177,6 +177,7 @@ function declareLibvirtDnsRecords(
       neutralizedSearchDomains: model.dns.neutralizedSearchDomains,
       dhcpDomain: model.libvirt.dhcpDomain,
       records: model.libvirt.dnsRecords,
+      removeStaleRecords: model.libvirt.removeStaleRecords,
     },
     optsIn(scope, {}),
   );

@@ -3,7 +3,7 @@ import { LIBVIRT_DNS_RECORDS, SshEndpoint } from "../model";
 import { scriptRef } from "../assets";
 import { HostStepResource } from "../ssh/host-step-resource";
 import type { LibvirtDnsState } from "./provider";
-import { DnsHostRecord, dnsHostRecords } from "./render";
+import { DnsHostRecord, dnsHostRecords, staleRecords } from "./render";
 
 export {
   dnsHostRecords,
@@ -34,6 +34,11 @@ export interface LibvirtDnsRecordsArgs {
   readonly dhcpDomain?: string;
   /** hostname -> IPs. Several records may share a hostname (the Rancher name on three servers). */
   readonly records: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Take these records' names off records on other IPs (stale ones, such as an old Rancher
+   * node's). Off by default: they are reported in a warning and kept.
+   */
+  readonly removeStaleRecords?: boolean;
 }
 
 /** The dynamic resource behind the component; its outputs are the provider's state. */
@@ -60,16 +65,18 @@ export class LibvirtDnsRecords extends pulumi.ComponentResource {
 
   constructor(name: string, args: LibvirtDnsRecordsArgs, opts?: pulumi.ComponentResourceOptions) {
     super("rke2remediation:libvirt:DnsRecords", name, {}, opts);
+    const desired = dnsHostRecords(args.records);
     const inputs: pulumi.Inputs = {
       network: args.network,
       subnet: args.subnet,
       rancherHostname: args.rancherHostname,
       neutralizedSearchDomains: [...(args.neutralizedSearchDomains ?? [])],
-      records: dnsHostRecords(args.records),
+      records: desired,
       unmanagedRecords: undefined,
       foreignHostnames: undefined,
       domain: undefined,
       dhcpDomain: args.dhcpDomain,
+      removeStaleRecords: args.removeStaleRecords ?? false,
       configuredDomain: undefined,
       lastChanges: undefined,
     };
@@ -91,6 +98,18 @@ export class LibvirtDnsRecords extends pulumi.ComponentResource {
     this.unmanagedRecords = state.unmanagedRecords.apply((r) => [...(r ?? [])]);
     this.foreignHostnames = state.foreignHostnames.apply((r) => [...(r ?? [])]);
     this.unmanagedRecords.apply((unmanaged) => {
+      for (const r of staleRecords(unmanaged, desired)) {
+        pulumi.log.warn(
+          `network ${args.network}: ${r.hostnames.join(", ")} also answers ${r.ip}, which the stack ` +
+            `does not list for ${r.hostnames.length > 1 ? "them" : "it"}: dnsmasq answers that address beside ` +
+            "the stack's, so some lookups reach a host that is not the one named (a stale record, such " +
+            "as an old Rancher node's). " +
+            (args.removeStaleRecords
+              ? "libvirt.removeStaleRecords takes it off at the next up."
+              : "Remove it by hand, or set libvirt.removeStaleRecords: true to have up take it off."),
+          this,
+        );
+      }
       if (unmanaged.length > 0) {
         const list = unmanaged.map((r) => `${r.ip} ${r.hostnames.join(",")}`).join("; ");
         pulumi.log.warn(

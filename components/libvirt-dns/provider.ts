@@ -31,6 +31,11 @@ export interface LibvirtDnsState {
   readonly domain?: string;
   /** When set, the DHCP domain the persistent definition should hand out (off by default). */
   readonly dhcpDomain?: string;
+  /**
+   * Take the stack's names off records on IPs the stack does not list (stale records, such as an
+   * old Rancher node's). Off by default: those records are reported and kept.
+   */
+  readonly removeStaleRecords?: boolean;
   /** The persistent definition's domain as found. */
   readonly configuredDomain?: string;
   /** Script text run on the KVM host. */
@@ -95,8 +100,17 @@ async function converge(
 ): Promise<LibvirtDnsState> {
   // Read first, so an unchanged network gets no net-update at all.
   const before = await runNetworkScript(desired, { ACTION: "read" });
-  const plan = xml.planDnsHosts(xml.parseDnsHosts(before), desired.records, claimed);
-  warnForeign(desired, plan.foreign);
+  const actual = xml.parseDnsHosts(before);
+  const owned = xml.planDnsHosts(actual, desired.records, claimed);
+  warnForeign(desired, owned.foreign);
+  const stale = desired.removeStaleRecords
+    ? xml.planStaleRemoval(actual, desired.records, claimed)
+    : { modify: [], remove: [], stale: [] };
+  const plan = {
+    ...owned,
+    modify: [...owned.modify, ...stale.modify],
+    remove: [...owned.remove, ...stale.remove],
+  };
   const domainChange =
     desired.dhcpDomain !== undefined && xml.parsePersistentDomain(before) !== desired.dhcpDomain;
   const nothingToDo = plan.add.length + plan.modify.length + plan.remove.length === 0;
@@ -129,6 +143,10 @@ async function converge(
         r.hostnames.join(","),
     ),
     ...plan.remove.map((ip) => `removed dns-host ${ip}`),
+    ...stale.stale.map(
+      (r) =>
+        `took ${r.hostnames.join(",")} off the stale record of ${r.ip} (libvirt.removeStaleRecords)`,
+    ),
   ];
   return { ...observe(desired, after, desired.records), lastChanges };
 }
@@ -154,7 +172,9 @@ export const libvirtDnsProvider: pulumi.dynamic.ResourceProvider = {
       replaces.length > 0 ||
       key(olds.records) !== key(news.records) ||
       ssh.inputsDiffer(olds, news, ["connection", "sshKeyFingerprint", "script"]) ||
-      (news.dhcpDomain !== undefined && olds.configuredDomain !== news.dhcpDomain);
+      (news.dhcpDomain !== undefined && olds.configuredDomain !== news.dhcpDomain) ||
+      (news.removeStaleRecords === true &&
+        xml.staleRecords(olds.unmanagedRecords ?? [], news.records).length > 0);
     return { changes: changed, replaces, deleteBeforeReplace: true };
   },
 

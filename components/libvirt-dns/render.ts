@@ -156,6 +156,44 @@ export function planDnsHosts(
   return plan;
 }
 
+/**
+ * Stale records: a name the stack lists, on an IP the stack does not list for it nor claims at
+ * all (an old Rancher node's `ai-ear.cn`). dnsmasq answers every `<host>` address of a name, so
+ * lookups of the name also reach that host. Each entry holds only the stack's names.
+ */
+export function staleRecords(
+  unmanaged: readonly DnsHostRecord[],
+  desired: readonly DnsHostRecord[],
+): DnsHostRecord[] {
+  const names = new Set(desired.flatMap((r) => r.hostnames));
+  return unmanaged
+    .map((r) => ({ ip: r.ip, hostnames: r.hostnames.filter((h) => names.has(h)) }))
+    .filter((r) => r.hostnames.length > 0)
+    .sort(byIp);
+}
+
+/**
+ * The steps that take the stack's names off the stale records of `actual` (see staleRecords):
+ * a record holding only such names goes, one that also holds other names keeps those.
+ */
+export function planStaleRemoval(
+  actual: readonly DnsHostRecord[],
+  desired: readonly DnsHostRecord[],
+  claimed: readonly DnsHostRecord[],
+): { modify: DnsHostRecord[]; remove: string[]; stale: DnsHostRecord[] } {
+  const { unmanaged } = dnsHostOwnership(actual, [...claimed, ...desired]);
+  const stale = staleRecords(unmanaged, desired);
+  const modify: DnsHostRecord[] = [];
+  const remove: string[] = [];
+  for (const s of stale) {
+    const record = unmanaged.find((r) => r.ip === s.ip)!;
+    const rest = record.hostnames.filter((h) => !s.hostnames.includes(h));
+    if (rest.length === 0) remove.push(s.ip);
+    else modify.push({ ip: s.ip, hostnames: rest });
+  }
+  return { modify, remove, stale };
+}
+
 export function sameRecord(a: DnsHostRecord, b: DnsHostRecord): boolean {
   return a.ip === b.ip && a.hostnames.join(",") === b.hostnames.join(",");
 }

@@ -130,6 +130,8 @@ export interface LibvirtSettings {
   readonly dnsRecords: Readonly<Record<string, readonly string[]>>;
   /** When set, the network's DHCP domain is moved to this value (off by default). */
   readonly dhcpDomain?: string;
+  /** Take the records' names off records on IPs they do not list (stale ones); off by default. */
+  readonly removeStaleRecords: boolean;
 }
 
 export interface DownstreamClusterSpec extends ClusterSettings {

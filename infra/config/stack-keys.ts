@@ -218,6 +218,7 @@ export const LIBVIRT_KEYS = {
   gateway: text(),
   dnsRecords: addressesByName(),
   dhcpDomain: text(),
+  removeStaleRecords: flag(false),
 } satisfies KeyMap;
 /** A node; `ssh.host` defaults to its `ip`. */
 export const NODE_KEYS = {

@@ -370,6 +370,7 @@ function readLibvirt(
     ...(gateway ? { gateway } : {}),
     dnsRecords: records,
     dhcpDomain,
+    removeStaleRecords: v.removeStaleRecords,
   };
 }
 

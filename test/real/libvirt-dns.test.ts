@@ -212,6 +212,38 @@ describe("libvirt DNS records (real libvirtd + dnsmasq over SSH)", function () {
     assert.deepEqual(digA("ai-ear.cn"), SERVERS);
   });
 
+  it("with libvirt.removeStaleRecords, takes the stack's name off stale records and keeps their other names", async () => {
+    handAddDnsHost("192.168.122.50", "ai-ear.cn");
+    handAddDnsHostNames("192.168.122.60", ["ai-ear.cn", "old-rancher.lab"]);
+    try {
+      assert.deepEqual(digA("ai-ear.cn"), [...SERVERS, "192.168.122.50", "192.168.122.60"].sort());
+      const keep = desired(records);
+      const read = (await provider.read!("id", keep)).props as LibvirtDnsState;
+      // Off by default: reported (the component warns), not a change.
+      assert.equal((await provider.diff!("id", read, keep)).changes, false);
+      const remove = { ...keep, removeStaleRecords: true };
+      assert.equal((await provider.diff!("id", read, remove)).changes, true);
+      const result = await provider.update!("id", read, remove);
+      assert.deepEqual(digA("ai-ear.cn"), SERVERS);
+      assert.deepEqual(digA("old-rancher.lab"), ["192.168.122.60"]);
+      assert.ok(
+        result.outs.lastChanges.includes(
+          "took ai-ear.cn off the stale record of 192.168.122.50 (libvirt.removeStaleRecords)",
+        ),
+        JSON.stringify(result.outs.lastChanges),
+      );
+      assert.deepEqual(
+        networkHosts().filter((h) => !SERVERS.includes(h.ip)),
+        [{ ip: "192.168.122.60", hostnames: ["old-rancher.lab"] }],
+      );
+      assert.equal((await provider.diff!("id", result.outs, remove)).changes, false);
+    } finally {
+      for (const h of networkHosts()) if (!SERVERS.includes(h.ip)) handDeleteDnsHost(h.ip);
+      await provider.create!(desired(records));
+    }
+    assert.deepEqual(digA("ai-ear.cn"), SERVERS);
+  });
+
   it("dropping one of three same-name records from the config leaves the other two answering", async () => {
     const three = desired(records);
     const two = desired({ "ai-ear.cn": ["192.168.122.20", "192.168.122.22"] });

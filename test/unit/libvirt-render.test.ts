@@ -1,5 +1,7 @@
 import * as assert from "assert/strict";
 import {
+  planStaleRemoval,
+  staleRecords,
   dnsHostOwnership,
   dnsHostRecords,
   parseDnsHosts,
@@ -215,5 +217,46 @@ describe("libvirt DNS host records", () => {
   it("reads the markers network.sh prints for records replaced without modify", () => {
     const out = "<!-- replaced without modify: 192.168.122.21 -->\n<network/>";
     assert.deepEqual(parseReplacedWithoutModify(out), ["192.168.122.21"]);
+  });
+});
+
+describe("stale records of the stack's names (libvirt.removeStaleRecords)", () => {
+  const desired = [
+    { ip: "192.168.122.20", hostnames: ["ai-ear.cn"] },
+    { ip: "192.168.122.21", hostnames: ["ai-ear.cn"] },
+  ];
+  const actual = [
+    { ip: "192.168.122.20", hostnames: ["ai-ear.cn"] },
+    { ip: "192.168.122.21", hostnames: ["ai-ear.cn"] },
+    { ip: "192.168.122.50", hostnames: ["ai-ear.cn"] },
+    { ip: "192.168.122.60", hostnames: ["ai-ear.cn", "old-rancher.lab"] },
+    { ip: "192.168.122.70", hostnames: ["printer.lab"] },
+  ];
+
+  it("names each record on an IP the stack does not list that carries one of its names", () => {
+    assert.deepEqual(staleRecords(actual.slice(2), desired), [
+      { ip: "192.168.122.50", hostnames: ["ai-ear.cn"] },
+      { ip: "192.168.122.60", hostnames: ["ai-ear.cn"] },
+    ]);
+    assert.deepEqual(
+      staleRecords([{ ip: "192.168.122.70", hostnames: ["printer.lab"] }], desired),
+      [],
+    );
+  });
+
+  it("removes a record holding only the stack's name and keeps other names of a shared one", () => {
+    assert.deepEqual(planStaleRemoval(actual, desired, desired), {
+      modify: [{ ip: "192.168.122.60", hostnames: ["old-rancher.lab"] }],
+      remove: ["192.168.122.50"],
+      stale: [
+        { ip: "192.168.122.50", hostnames: ["ai-ear.cn"] },
+        { ip: "192.168.122.60", hostnames: ["ai-ear.cn"] },
+      ],
+    });
+  });
+
+  it("leaves an IP the stack held before alone (its own plan handles it)", () => {
+    const before = [...desired, { ip: "192.168.122.50", hostnames: ["ai-ear.cn"] }];
+    assert.deepEqual(planStaleRemoval(actual, desired, before).remove, []);
   });
 });
