@@ -300,8 +300,8 @@ nm_added_device_exists() {
   return 1
 }
 
+# Uses the facts the host checks read (nm_config_facts); nothing changes NetworkManager's files in between.
 write_nm_config() {
-  nm_config_facts
   if [ -z "$nm_missing" ] && [ -z "$nm_replaces" ]; then
     ok "$NM_CONF lists every device the stack leaves unmanaged"
     return
