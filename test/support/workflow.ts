@@ -4,10 +4,11 @@
  * as a runner's default shell), the job's and step's `env`, `$GITHUB_OUTPUT` for step outputs,
  * `$RUNNER_TEMP`, and `${{ }}` expressions over `secrets`, `vars`, `inputs`, `matrix`, `needs`
  * and `steps`. The actions it uses are the lab's: `actions/checkout` is the working tree given,
- * `actions/setup-node` the Node.js running this (with `cache: npm`, this machine's npm cache,
- * which later steps' npm then reads offline: the lab's operator namespace reaches no registry),
- * and `pulumi/actions` the Pulumi CLI on PATH, whose version must be the one the step pins. Any
- * other action fails the run, so a workflow cannot gain a step this runner skips.
+ * `actions/setup-node` the Node.js running this, whose major must be the `node-version` asked
+ * (with `cache: npm`, this machine's npm cache, which later steps' npm then reads offline: the
+ * lab's operator namespace reaches no registry), and `pulumi/actions` the Pulumi CLI on PATH,
+ * whose version must be the one the step pins. Any other action fails the run, so a workflow
+ * cannot gain a step this runner skips.
  *
  * Expressions: property access, `fromJSON(...)`, string literals and `||`, the forms the
  * workflows use; anything else fails the run naming the expression.
@@ -163,6 +164,13 @@ function useAction(
   if (/^actions\/checkout@/.test(action)) return { status: 0, out: `${action}: provided` };
   if (/^actions\/setup-node@/.test(action)) {
     const cached = step.with?.cache === "npm";
+    const wanted = step.with?.["node-version"];
+    const major = process.versions.node.split(".")[0];
+    if (wanted !== undefined && String(wanted).split(".")[0] !== major)
+      return {
+        status: 1,
+        out: `${action} asks for node ${wanted}, the Node.js running it is ${process.version}`,
+      };
     return {
       status: 0,
       out: `${action}: node ${process.version}${cached ? ", npm cache of this machine" : ""}`,
