@@ -1,8 +1,8 @@
 /**
  * The live check in front of the DNS egress NetworkPolicies: before `allow-dns-egress` goes into
- * a namespace, the namespace's NetworkPolicies and pods are read from the cluster, and the
- * policies are not created where they would isolate pods that nothing restricts yet
- * (egress-isolation.ts decides).
+ * a namespace, the namespace's NetworkPolicies, pods and workloads are read from the cluster,
+ * and the policies are not created where they would isolate pods (running, or to come from a
+ * workload's template) that nothing restricts yet (egress-isolation.ts decides).
  *
  * Why a dynamic resource that the NetworkPolicies depend on: its `create` and `update` run only
  * in `pulumi up`, so `pulumi preview` needs no cluster access; a refusal fails this resource and
@@ -28,25 +28,81 @@ import {
   LabelSelector,
   LiveNetworkPolicy,
   LivePod,
+  LiveWorkload,
   NamespaceEgressFacts,
 } from "./egress-isolation";
 
+interface PodTemplate {
+  metadata?: { labels?: Record<string, string> };
+}
+
 interface KubeObject {
+  kind?: string;
   metadata?: { name?: string; labels?: Record<string, string> };
-  spec?: { podSelector?: LabelSelector; policyTypes?: string[]; egress?: unknown[] };
-  status?: { phase?: string };
+  spec?: {
+    podSelector?: LabelSelector;
+    policyTypes?: string[];
+    egress?: unknown[];
+    template?: PodTemplate;
+    jobTemplate?: { spec?: { template?: PodTemplate } };
+  };
+  status?: { phase?: string; conditions?: { type?: string; status?: string }[] };
 }
 
 interface KubeList {
+  kind?: string;
   items?: KubeObject[];
 }
 
-/** The facts of one namespace from the API's NetworkPolicyList and PodList. */
+/**
+ * The kinds whose controllers start pods from a template, with where each list is served: apps/v1
+ * and batch/v1 (kubernetes/kubernetes@v1.35.4 pkg/apis/apps/types.go, pkg/apis/batch/types.go).
+ * A CronJob's pods come from `spec.jobTemplate.spec.template`, the others' from `spec.template`.
+ */
+export const WORKLOAD_LISTS: readonly { kind: string; path: string }[] = [
+  { kind: "Deployment", path: "/apis/apps/v1/namespaces/NS/deployments" },
+  { kind: "StatefulSet", path: "/apis/apps/v1/namespaces/NS/statefulsets" },
+  { kind: "DaemonSet", path: "/apis/apps/v1/namespaces/NS/daemonsets" },
+  { kind: "Job", path: "/apis/batch/v1/namespaces/NS/jobs" },
+  { kind: "CronJob", path: "/apis/batch/v1/namespaces/NS/cronjobs" },
+];
+
+/**
+ * A Job whose `Complete` or `Failed` condition is True starts no pod again
+ * (kubernetes/kubernetes@v1.35.4 pkg/apis/batch/types.go, JobComplete and JobFailed).
+ */
+function jobFinished(job: KubeObject): boolean {
+  return (job.status?.conditions ?? []).some(
+    (c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True",
+  );
+}
+
+/**
+ * The workloads of a list the API or kubectl returns. Items of a typed list carry no `kind` of
+ * their own (the list's kind names it, `DeploymentList`), those of kubectl's mixed `List` do.
+ */
+export function workloadsOf(list: KubeList): LiveWorkload[] {
+  const listKind = list.kind?.endsWith("List") ? list.kind.slice(0, -4) : undefined;
+  return (list.items ?? []).map((item): LiveWorkload => {
+    const kind = item.kind ?? listKind ?? "";
+    const template =
+      kind === "CronJob" ? item.spec?.jobTemplate?.spec?.template : item.spec?.template;
+    return {
+      kind,
+      name: item.metadata?.name ?? "",
+      templateLabels: template?.metadata?.labels ?? {},
+      ...(kind === "Job" && jobFinished(item) ? { finished: true } : {}),
+    };
+  });
+}
+
+/** The facts of one namespace from the API's NetworkPolicyList, PodList and workload lists. */
 export function namespaceFacts(
   namespace: string,
   exists: boolean,
   policies: KubeList,
   pods: KubeList,
+  workloads: readonly KubeList[] = [],
 ): NamespaceEgressFacts {
   return {
     namespace,
@@ -62,6 +118,7 @@ export function namespaceFacts(
       labels: p.metadata?.labels ?? {},
       phase: p.status?.phase,
     })),
+    workloads: workloads.flatMap(workloadsOf),
   };
 }
 
@@ -75,7 +132,7 @@ export function refusalsOf(
     .map((target) => {
       const found = facts.find((f) => f.namespace === target.name);
       if (!found)
-        return `namespace ${target.name} on ${where}: its policies and pods were not read.`;
+        return `namespace ${target.name} on ${where}: its policies, pods and workloads were not read.`;
       return dnsPolicyRefusal(found, target, where);
     })
     .filter((m): m is string => m !== undefined);
@@ -162,7 +219,7 @@ async function apiList(client: ApiClient, path: string): Promise<KubeList> {
   return JSON.parse(r.body) as KubeList;
 }
 
-/** A namespace's NetworkPolicies and pods, read through the API. */
+/** A namespace's NetworkPolicies, pods and workloads, read through the API. */
 export async function readNamespaceFacts(
   kubeconfig: string,
   namespace: string,
@@ -179,6 +236,7 @@ export async function readNamespaceFacts(
     true,
     await apiList(client, `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`),
     await apiList(client, `/api/v1/namespaces/${ns}/pods`),
+    await Promise.all(WORKLOAD_LISTS.map((w) => apiList(client, w.path.replace("NS", ns)))),
   );
 }
 
@@ -268,7 +326,8 @@ export interface SshEgressCheckState extends HostCheckState {
 /**
  * The facts egress-facts.sh prints: `not-running` before RKE2's apiserver answers on the server
  * (a cluster that has not started has no NetworkPolicy and no namespace but its defaults), else
- * per namespace one line `<namespace> <exists 0|1> <policies JSON> <pods JSON>`.
+ * per namespace one line `<namespace> <exists 0|1> <policies JSON> <pods JSON> <workloads JSON>`
+ * (the workloads as kubectl's `List` of every kind in WORKLOAD_LISTS).
  */
 export function factsFromScript(
   stdout: string,
@@ -282,12 +341,13 @@ export function factsFromScript(
     return namespaces.map((n) => namespaceFacts(n.name, initial.includes(n.name), {}, {}));
   }
   return lines.map((line) => {
-    const [namespace, exists, policies, pods] = line.split("\t");
+    const [namespace, exists, policies, pods, workloads] = line.split("\t");
     return namespaceFacts(
       namespace,
       exists === "1",
       JSON.parse(policies || "{}") as KubeList,
       JSON.parse(pods || "{}") as KubeList,
+      [JSON.parse(workloads || "{}") as KubeList],
     );
   });
 }

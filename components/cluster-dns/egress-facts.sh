@@ -1,12 +1,14 @@
 #!/bin/bash
-# Read-only: the NetworkPolicies and pods of each namespace the DNS egress policy is meant for,
+# Read-only: the NetworkPolicies, pods and workloads (the kinds whose controllers start pods from a
+# template) of each namespace the DNS egress policy is meant for,
 # read with RKE2's own kubectl and admin kubeconfig on a server (rancher/rke2-docs@9477b7b1
 # docs/cluster_access.md: /etc/rancher/rke2/rke2.yaml, /var/lib/rancher/rke2/bin/kubectl).
 # RKE2_FACTS_SCRIPT (the rke2-facts.sh text) finds the data-dir RKE2 reads there, whose bin/ holds
 # its kubectl; without it, the default data-dir.
 # Parameters: NAMESPACES (space-separated). Prints `not-running` when the apiserver does not
 # answer (RKE2 not started yet), else per namespace one tab-separated line:
-#   <namespace> <1 when it exists, else 0> <NetworkPolicyList JSON> <PodList JSON>
+#   <namespace> <1 when it exists, else 0> <NetworkPolicyList JSON> <PodList JSON> <List JSON of
+#   its Deployments, StatefulSets, DaemonSets, Jobs and CronJobs>
 set -uo pipefail
 
 export KUBECONFIG="${KUBECONFIG:-/etc/rancher/rke2/rke2.yaml}"
@@ -26,7 +28,7 @@ oneline() { tr -d '\n\t'; }
 for ns in $NAMESPACES; do
   if ! err="$("$kubectl" --request-timeout=10s get namespace "$ns" -o name 2>&1 >/dev/null)"; then
     if [[ "$err" == *NotFound* ]]; then
-      printf '%s\t0\t{}\t{}\n' "$ns"
+      printf '%s\t0\t{}\t{}\t{}\n' "$ns"
       continue
     fi
     echo "error: cannot read namespace $ns: $err" >&2
@@ -34,5 +36,8 @@ for ns in $NAMESPACES; do
   fi
   policies="$("$kubectl" --request-timeout=10s -n "$ns" get networkpolicies -o json)" || exit 3
   pods="$("$kubectl" --request-timeout=10s -n "$ns" get pods -o json)" || exit 3
-  printf '%s\t1\t%s\t%s\n' "$ns" "$(oneline <<<"$policies")" "$(oneline <<<"$pods")"
+  workloads="$("$kubectl" --request-timeout=10s -n "$ns" get \
+    deployments.apps,statefulsets.apps,daemonsets.apps,jobs.batch,cronjobs.batch -o json)" || exit 3
+  printf '%s\t1\t%s\t%s\t%s\n' "$ns" "$(oneline <<<"$policies")" "$(oneline <<<"$pods")" \
+    "$(oneline <<<"$workloads")"
 done

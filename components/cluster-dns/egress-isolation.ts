@@ -1,7 +1,8 @@
 /**
  * Whether the DNS egress policy is an allowance or a default-deny in a namespace, decided from
- * the namespace's live NetworkPolicies and pods (seed 001's policy is meant for namespaces whose
- * egress is already restricted).
+ * the namespace's live NetworkPolicies, its pods and the pod templates of its workloads (seed
+ * 001's policy is meant for namespaces whose egress is already restricted; a CronJob's next pod
+ * counts as much as a running one).
  *
  * A NetworkPolicy that selects a pod and relates to egress makes that pod deny every egress that
  * no policy selecting it allows: "Outgoing traffic is allowed if there are no NetworkPolicies
@@ -98,12 +99,29 @@ export interface LivePod {
   readonly phase?: string;
 }
 
+/**
+ * A workload whose controller starts pods from a template: the pods to come carry the template's
+ * labels (a Deployment's ReplicaSets add `pod-template-hash`, a Job adds its `job-name` and
+ * controller-uid labels; added labels can only widen what a policy's matchLabels selects).
+ */
+export interface LiveWorkload {
+  /** Deployment, StatefulSet, DaemonSet, Job or CronJob. */
+  readonly kind: string;
+  readonly name: string;
+  /** The pod template's labels (a CronJob's: its jobTemplate's pod template). */
+  readonly templateLabels: Readonly<Record<string, string>>;
+  /** A Job that completed or failed starts no pod again. */
+  readonly finished?: boolean;
+}
+
 /** What the cluster holds in one namespace. */
 export interface NamespaceEgressFacts {
   readonly namespace: string;
   readonly exists: boolean;
   readonly policies: readonly LiveNetworkPolicy[];
   readonly pods: readonly LivePod[];
+  /** The workloads whose pods are still to come (a CronJob's next run, a scaled-up Deployment). */
+  readonly workloads: readonly LiveWorkload[];
 }
 
 /**
@@ -160,19 +178,34 @@ export interface EgressIsolation {
   readonly restrictingPolicies: readonly string[];
   /** Running pods that no such policy selects: ours would cut them off from all but DNS. */
   readonly unrestrictedPods: readonly string[];
+  /** Workloads (`CronJob/report`) whose pod template no such policy selects: their next pods. */
+  readonly unrestrictedWorkloads: readonly string[];
 }
 
-/** Which pods of a namespace are already isolated for egress by someone else's policy. */
+/**
+ * Which pods of a namespace, running or still to come from its workloads' templates, are
+ * already isolated for egress by someone else's policy.
+ */
 export function egressIsolationOf(facts: NamespaceEgressFacts): EgressIsolation {
   const restricting = facts.policies.filter(
     (p) => p.name !== DNS_EGRESS_POLICY_NAME && relatesToEgress(p),
   );
+  const restricted = (labels: Readonly<Record<string, string>>) =>
+    restricting.some((p) => selectorMatches(p.podSelector, labels));
   const unrestrictedPods = facts.pods
     .filter((pod) => pod.phase !== "Succeeded" && pod.phase !== "Failed")
-    .filter((pod) => !restricting.some((p) => selectorMatches(p.podSelector, pod.labels)))
+    .filter((pod) => !restricted(pod.labels))
     .map((pod) => pod.name)
     .sort();
-  return { restrictingPolicies: restricting.map((p) => p.name).sort(), unrestrictedPods };
+  const unrestrictedWorkloads = facts.workloads
+    .filter((w) => !w.finished && !restricted(w.templateLabels))
+    .map((w) => `${w.kind}/${w.name}`)
+    .sort();
+  return {
+    restrictingPolicies: restricting.map((p) => p.name).sort(),
+    unrestrictedPods,
+    unrestrictedWorkloads,
+  };
 }
 
 /** The stack key of the namespace list, for messages. */
@@ -197,15 +230,27 @@ export function dnsPolicyRefusal(
     );
   }
   if (target.isolate) return undefined;
-  const { restrictingPolicies, unrestrictedPods } = egressIsolationOf(facts);
-  if (restrictingPolicies.length > 0 && unrestrictedPods.length === 0) return undefined;
+  const { restrictingPolicies, unrestrictedPods, unrestrictedWorkloads } = egressIsolationOf(facts);
+  if (
+    restrictingPolicies.length > 0 &&
+    unrestrictedPods.length === 0 &&
+    unrestrictedWorkloads.length === 0
+  ) {
+    return undefined;
+  }
+  const whom = [
+    ...(unrestrictedPods.length > 0 ? [`pod(s) ${unrestrictedPods.join(", ")}`] : []),
+    ...(unrestrictedWorkloads.length > 0
+      ? [`the pods of ${unrestrictedWorkloads.join(", ")}`]
+      : []),
+  ];
   const cutOff =
-    unrestrictedPods.length > 0
-      ? `would cut pod(s) ${unrestrictedPods.join(", ")} off from everything but DNS`
+    whom.length > 0
+      ? `would cut ${whom.join(" and ")} off from everything but DNS`
       : "would cut every pod started there off from everything but DNS (no pod runs there now)";
   const found =
     restrictingPolicies.length > 0
-      ? `the egress policies there (${restrictingPolicies.join(", ")}) do not select every pod`
+      ? `the egress policies there (${restrictingPolicies.join(", ")}) do not select every pod or pod template`
       : "no NetworkPolicy there restricts egress";
   return (
     `namespace ${ns} on ${where}: ${found}, so ${DNS_EGRESS_POLICY_NAME} (every pod, policyTypes Egress) ` +

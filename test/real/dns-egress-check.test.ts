@@ -10,8 +10,10 @@ import * as fs from "fs";
 import * as path from "path";
 import { componentFile } from "../../components/assets";
 import {
+  factsFromScript,
   KubeEgressCheckState,
   kubeEgressCheckProvider,
+  refusalsOf,
   SshEgressCheckState,
   sshEgressCheckProvider,
 } from "../../components/cluster-dns/egress-check-provider";
@@ -147,6 +149,115 @@ describe("DNS egress check on real NetworkPolicies (real kube-apiserver, real SS
     const refusals = (read.props as KubeEgressCheckState).refusals;
     assert.equal(refusals.length, 1, JSON.stringify(refusals));
     assert.match(refusals[0], /cut pod\(s\) web-restricted off/);
+  });
+
+  describe("a namespace whose own policy covers its Deployment but not its CronJob's pods", () => {
+    const CRON = "dnscheck-cron";
+    /** A pod template's YAML, each line indented by `indent` spaces. */
+    const template = (app: string, restartPolicy: string, indent: number) =>
+      [
+        "metadata:",
+        "  labels:",
+        `    app: ${app}`,
+        "spec:",
+        `  restartPolicy: ${restartPolicy}`,
+        "  containers:",
+        "  - name: main",
+        `    image: registry.invalid/${app}:1`,
+      ]
+        .map((line) => `${" ".repeat(indent)}${line}\n`)
+        .join("");
+    /** RKE2's kubectl in a data-dir of its own, for egress-facts.sh: the toolchain's real kubectl. */
+    const dataDir = path.join(LAB_DIR, "dnscheck-data-dir");
+    const factsScript = () => {
+      fs.mkdirSync(path.join(dataDir, "bin"), { recursive: true });
+      const found = run("bash", ["-c", "command -v kubectl"]);
+      fs.rmSync(path.join(dataDir, "bin", "kubectl"), { force: true });
+      fs.symlinkSync(found.stdout.trim(), path.join(dataDir, "bin", "kubectl"));
+      const script = componentFile(
+        path.join(__dirname, "../../components/cluster-dns"),
+        "egress-facts.sh",
+      );
+      return run("env", [
+        `KUBECONFIG=${KUBECONFIG}`,
+        `NAMESPACES=${CRON}`,
+        `RKE2_FACTS_SCRIPT=echo data_dir=${dataDir}`,
+        "bash",
+        "-c",
+        script,
+      ]);
+    };
+
+    before(() => {
+      namespaceWithPod(CRON, "web");
+      apply(
+        [
+          `apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: ${CRON}\n` +
+            `spec:\n  selector:\n    matchLabels:\n      app: web\n  template:\n` +
+            template("web", "Always", 4),
+          `apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: report\n  namespace: ${CRON}\n` +
+            `spec:\n  schedule: "0 3 * * *"\n  jobTemplate:\n    spec:\n      template:\n` +
+            template("report", "Never", 8),
+          `apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: web-egress\n` +
+            `  namespace: ${CRON}\nspec:\n  podSelector:\n    matchLabels:\n      app: web\n  policyTypes: [Egress]\n`,
+        ].join("---\n"),
+      );
+    });
+
+    after(() => {
+      kubectl("delete", "namespace", CRON, "--wait=false");
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    it("through the API: refuses it, naming the CronJob whose next pod would be cut off", async () => {
+      await assert.rejects(
+        kubeEgressCheckProvider.create!(state([{ name: CRON, isolate: false }])),
+        (err: Error) => {
+          assert.match(err.message, /\(web-egress\) do not select every pod or pod template/);
+          assert.match(err.message, /cut the pods of CronJob\/report off from everything but DNS/);
+          assert.doesNotMatch(err.message, /pod\(s\) web|Deployment\/web/);
+          return true;
+        },
+      );
+    });
+
+    it("through egress-facts.sh with the real kubectl: the same refusal from its List of workloads", () => {
+      const r = factsScript();
+      assert.equal(r.status, 0, r.stderr);
+      const facts = factsFromScript(r.stdout, [{ name: CRON, isolate: false }]);
+      assert.deepEqual(
+        facts[0].workloads.map((w) => [w.kind, w.name, w.templateLabels.app]),
+        [
+          ["Deployment", "web", "web"],
+          ["CronJob", "report", "report"],
+        ],
+      );
+      assert.deepEqual(
+        refusalsOf(facts, [{ name: CRON, isolate: false }], "x").map((m) =>
+          /CronJob\/report/.test(m),
+        ),
+        [true],
+      );
+    });
+
+    it("lets the allowance in once the namespace's policies select the CronJob's template too", async () => {
+      apply(
+        `apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: report-egress\n` +
+          `  namespace: ${CRON}\nspec:\n  podSelector:\n    matchLabels:\n      app: report\n  policyTypes: [Egress]\n`,
+      );
+      const { outs } = await kubeEgressCheckProvider.create!(
+        state([{ name: CRON, isolate: false }]),
+      );
+      assert.deepEqual((outs as KubeEgressCheckState).refusals, []);
+      assert.deepEqual(
+        refusalsOf(
+          factsFromScript(factsScript().stdout, [{ name: CRON, isolate: false }]),
+          [{ name: CRON, isolate: false }],
+          "x",
+        ),
+        [],
+      );
+    });
   });
 
   it("refuses a namespace the cluster does not have", async () => {

@@ -10,7 +10,7 @@ import {
   NamespaceEgressFacts,
   selectorMatches,
 } from "../../components/cluster-dns/egress-isolation";
-import { factsFromScript } from "../../components/cluster-dns/egress-check-provider";
+import { factsFromScript, workloadsOf } from "../../components/cluster-dns/egress-check-provider";
 import { configWarnings, validateEnvironment } from "../../infra/config/validate";
 import {
   estateRawConfig,
@@ -157,11 +157,15 @@ describe("egress isolation from a namespace's live policies and pods", () => {
     { name: "rancher-6c9d", labels: { app: "rancher" }, phase: "Running" },
     { name: "webhook-77f1", labels: { app: "rancher-webhook" }, phase: "Running" },
   ];
-  const facts = (policies: NamespaceEgressFacts["policies"]): NamespaceEgressFacts => ({
+  const facts = (
+    policies: NamespaceEgressFacts["policies"],
+    workloads: NamespaceEgressFacts["workloads"] = [],
+  ): NamespaceEgressFacts => ({
     namespace: "team-a",
     exists: true,
     policies,
     pods,
+    workloads,
   });
   const allowance = { name: "team-a", isolate: false };
 
@@ -204,13 +208,117 @@ describe("egress isolation from a namespace's live policies and pods", () => {
     assert.deepEqual(egressIsolationOf(facts([rancherOnly])).unrestrictedPods, ["webhook-77f1"]);
     assert.match(
       dnsPolicyRefusal(facts([rancherOnly]), allowance, "x") ?? "",
-      /\(rancher-egress\) do not select every pod, .* cut pod\(s\) webhook-77f1 off/,
+      /\(rancher-egress\) do not select every pod or pod template, .* cut pod\(s\) webhook-77f1 off/,
     );
+  });
+
+  describe("judges the pods to come by the templates of the namespace's workloads", () => {
+    // Its own policy covers the running Deployment's pods; the CronJob's pods carry other labels.
+    const appEgress = {
+      name: "app-egress",
+      podSelector: {
+        matchExpressions: [{ key: "app", operator: "In", values: ["rancher", "rancher-webhook"] }],
+      },
+      policyTypes: ["Egress"],
+    };
+    const deployment = { kind: "Deployment", name: "rancher", templateLabels: { app: "rancher" } };
+    const cronJob = { kind: "CronJob", name: "report", templateLabels: { app: "report" } };
+
+    it("refuses a namespace whose policy covers its running pods but not its CronJob's template", () => {
+      const isolation = egressIsolationOf(facts([appEgress], [deployment, cronJob]));
+      assert.deepEqual(isolation.unrestrictedPods, []);
+      assert.deepEqual(isolation.unrestrictedWorkloads, ["CronJob/report"]);
+      assert.match(
+        dnsPolicyRefusal(facts([appEgress], [deployment, cronJob]), allowance, "x") ?? "",
+        /\(app-egress\) do not select every pod or pod template, .* cut the pods of CronJob\/report off from everything but DNS/,
+      );
+    });
+
+    it("lets it in once a policy selects the CronJob's template too", () => {
+      const reportEgress = {
+        name: "report-egress",
+        podSelector: { matchLabels: { app: "report" } },
+        policyTypes: ["Egress"],
+      };
+      const both = facts([appEgress, reportEgress], [deployment, cronJob]);
+      assert.equal(dnsPolicyRefusal(both, allowance, "x"), undefined);
+    });
+
+    it("leaves out a Job that finished: it starts no pod again", () => {
+      const done = {
+        kind: "Job",
+        name: "migrate",
+        templateLabels: { app: "migrate" },
+        finished: true,
+      };
+      const running = { ...done, name: "backfill", finished: undefined };
+      assert.deepEqual(
+        egressIsolationOf(facts([appEgress], [done, running])).unrestrictedWorkloads,
+        ["Job/backfill"],
+      );
+    });
+
+    it("reads each kind's template where the API keeps it, the kind from kubectl's List or the typed list", () => {
+      const template = (labels: Record<string, string>) => ({ metadata: { labels } });
+      const mixed = {
+        kind: "List",
+        items: [
+          {
+            kind: "Deployment",
+            metadata: { name: "web" },
+            spec: { template: template({ app: "web" }) },
+          },
+          {
+            kind: "CronJob",
+            metadata: { name: "report" },
+            spec: { jobTemplate: { spec: { template: template({ app: "report" }) } } },
+          },
+          {
+            kind: "Job",
+            metadata: { name: "migrate" },
+            spec: { template: template({ app: "migrate" }) },
+            status: { conditions: [{ type: "Complete", status: "True" }] },
+          },
+        ],
+      };
+      const typed = {
+        kind: "StatefulSetList",
+        items: [{ metadata: { name: "db" }, spec: { template: template({ app: "db" }) } }],
+      };
+      assert.deepEqual(
+        [...workloadsOf(mixed), ...workloadsOf(typed)],
+        [
+          { kind: "Deployment", name: "web", templateLabels: { app: "web" } },
+          { kind: "CronJob", name: "report", templateLabels: { app: "report" } },
+          { kind: "Job", name: "migrate", templateLabels: { app: "migrate" }, finished: true },
+          { kind: "StatefulSet", name: "db", templateLabels: { app: "db" } },
+        ],
+      );
+    });
+
+    it("reads egress-facts.sh's fifth field as the namespace's workloads", () => {
+      const list = JSON.stringify({
+        kind: "List",
+        items: [
+          {
+            kind: "CronJob",
+            metadata: { name: "report" },
+            spec: {
+              jobTemplate: { spec: { template: { metadata: { labels: { app: "report" } } } } },
+            },
+          },
+        ],
+      });
+      const [got] = factsFromScript(`team-a\t1\t{}\t{}\t${list}\n`, [allowance]);
+      assert.deepEqual(got.workloads, [
+        { kind: "CronJob", name: "report", templateLabels: { app: "report" } },
+      ]);
+    });
   });
 
   it("isolates an opted-in namespace, and refuses one that does not exist", () => {
     assert.equal(dnsPolicyRefusal(facts([]), { name: "team-a", isolate: true }, "x"), undefined);
-    const missing = { namespace: "team-b", exists: false, policies: [], pods: [] };
+    const missing = { namespace: "team-b", exists: false, policies: [], pods: [], workloads: [] };
     assert.match(
       dnsPolicyRefusal(missing, { name: "team-b", isolate: true }, "x") ?? "",
       /namespace team-b does not exist/,
