@@ -1,7 +1,13 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as rancher2 from "@pulumi/rancher2";
-import { ClusterDns, DnsDelivery, UpstreamResolverPreflight } from "../components/cluster-dns";
+import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
+import {
+  ClusterDns,
+  DnsDelivery,
+  liveHelmChartConfig,
+  UpstreamResolverPreflight,
+} from "../components/cluster-dns";
 import { dnsKubeletArgs } from "../components/cluster-dns/values";
 import { Rke2Cluster, Rke2ClusterNode } from "../components/rke2-cluster";
 import { DnsHostRecord, LibvirtDnsRecords } from "../components/libvirt-dns";
@@ -237,6 +243,11 @@ function prepareNodes(
   return { byNode, portsPreflights };
 }
 
+/** Whether the program runs under the SDK's mock monitor (the offline commands and tests). */
+function underMocks(): boolean {
+  return pulumi.runtime.getMonitor() instanceof MockMonitor;
+}
+
 /**
  * Step 3: the management cluster's DNS fix and the upstream resolver preflight, on the first
  * server after its preparation. Returns what RKE2's first start on that server waits for: the
@@ -262,6 +273,10 @@ function deliverManagementClusterDns(
             optsIn(scope, {}),
           ),
           kubeconfig: secrets.kubeconfig ?? "",
+          // Offline (verify, render, the mock runtime's tests) no cluster is read.
+          ...(underMocks()
+            ? {}
+            : { live: liveHelmChartConfig(secrets.kubeconfig ?? "", model.management.name) }),
         }
       : { kind: "serverManifest", server: firstServer, sshPrivateKey };
   const fix = new ClusterDns(

@@ -15,14 +15,13 @@
  * cluster's `kubeconfig` secret, for `rke2.dnsDelivery: helmChartConfig`), and RKE2's own
  * kubectl on the first server over SSH (egress-facts.sh, for the server manifest).
  */
-import * as https from "https";
 import * as pulumi from "@pulumi/pulumi";
-import * as YAML from "yaml";
 import { DNS_EGRESS_CHECK, DnsPolicyNamespace } from "../model";
 import { HostCheckState, hostCheckProvider } from "../ssh/host-check-provider";
 import { HostProviderResource } from "../ssh/host-step-resource";
 import { inputsDiffer } from "../ssh/run-script";
 import { scriptText } from "../assets";
+import { apiClientOf, apiGet, ApiClient } from "./kube-api";
 import {
   dnsPolicyRefusal,
   LabelSelector,
@@ -143,72 +142,6 @@ function failure(refusals: readonly string[]): string {
 }
 
 // --- the Kubernetes API through a kubeconfig -------------------------------------------------
-
-interface ApiClient {
-  readonly server: URL;
-  readonly options: https.RequestOptions;
-}
-
-/**
- * The current context's server and credentials: a client certificate or a bearer token, and the
- * cluster's CA. Credentials from files or exec plugins are refused with the reason, never
- * guessed; the kubeconfig's content never reaches a message.
- */
-export function apiClientOf(kubeconfig: string): ApiClient {
-  type Named<T> = { name?: string } & T;
-  const doc = (YAML.parse(kubeconfig) ?? {}) as {
-    "current-context"?: string;
-    contexts?: Named<{ context?: { cluster?: string; user?: string } }>[];
-    clusters?: Named<{ cluster?: Record<string, unknown> }>[];
-    users?: Named<{ user?: Record<string, unknown> }>[];
-  };
-  const context = (doc.contexts ?? []).find((c) => c.name === doc["current-context"])?.context;
-  const cluster = (doc.clusters ?? []).find((c) => c.name === context?.cluster)?.cluster;
-  const user = (doc.users ?? []).find((u) => u.name === context?.user)?.user ?? {};
-  if (!context || !cluster || typeof cluster.server !== "string") {
-    throw new Error(
-      "the kubeconfig has no current context with a cluster server; set rke2-remediation:kubeconfig to the cluster's admin kubeconfig.",
-    );
-  }
-  const decode = (value: unknown) =>
-    typeof value === "string" ? Buffer.from(value, "base64") : undefined;
-  if (user.exec !== undefined || user["auth-provider"] !== undefined) {
-    throw new Error(
-      "the kubeconfig's user authenticates through an exec or auth-provider plugin, which this check does not run; give rke2-remediation:kubeconfig a client certificate or token.",
-    );
-  }
-  if (cluster["insecure-skip-tls-verify"] === true) {
-    throw new Error(
-      "the kubeconfig skips TLS verification; give rke2-remediation:kubeconfig the cluster's certificate-authority-data.",
-    );
-  }
-  const options: https.RequestOptions = {
-    ca: decode(cluster["certificate-authority-data"]),
-    cert: decode(user["client-certificate-data"]),
-    key: decode(user["client-key-data"]),
-    headers: typeof user.token === "string" ? { authorization: `Bearer ${user.token}` } : {},
-  };
-  return { server: new URL(cluster.server), options };
-}
-
-function apiGet(client: ApiClient, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const url = new URL(path, client.server);
-    const request = https.request(
-      url,
-      { ...client.options, method: "GET", timeout: 15000 },
-      (response) => {
-        let body = "";
-        response.setEncoding("utf8");
-        response.on("data", (chunk: string) => (body += chunk));
-        response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
-      },
-    );
-    request.on("timeout", () => request.destroy(new Error(`GET ${url.href} timed out after 15 s`)));
-    request.on("error", reject);
-    request.end();
-  });
-}
 
 async function apiList(client: ApiClient, path: string): Promise<KubeList> {
   const r = await apiGet(client, path);

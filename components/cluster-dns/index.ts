@@ -30,6 +30,14 @@ import { CorednsChartValues } from "./chart";
 import { KubeEgressCheck } from "./egress-check-provider";
 import { RELEASE_TABLE_MODULE } from "./chart-releases";
 import {
+  keepOperatorValues,
+  OPERATOR_VALUES_ANNOTATION,
+  operatorValuesOf,
+  parseValuesContent,
+} from "./kept-values";
+import { LiveHelmChartConfig, readHelmChartConfig } from "./kube-api";
+import {
+  ANNOTATIONS,
   dnsEgressNetworkPolicyObject,
   helmChartConfigObject,
   renderManifests,
@@ -47,6 +55,11 @@ export type DnsDelivery =
       readonly provider: k8s.Provider;
       /** The provider's kubeconfig, which the live check of the namespaces reads through. */
       readonly kubeconfig: pulumi.Input<string>;
+      /**
+       * The live `rke2-coredns` HelmChartConfig (kube-api.ts readHelmChartConfig), whose
+       * operator-written values the fix keeps; left out, none is kept (the mock runtime).
+       */
+      readonly live?: pulumi.Input<LiveHelmChartConfig>;
     }
   | {
       readonly kind: "serverManifest";
@@ -71,6 +84,33 @@ function forceOwnership(object: Record<string, unknown>): Record<string, unknown
       annotations: { ...metadata.annotations, "pulumi.com/patchForce": "true" },
     },
   };
+}
+
+/**
+ * The live `rke2-coredns` HelmChartConfig, read through the kubeconfig when the program runs, so
+ * that a preview already shows the operator's values kept in the diff. A preview that cannot
+ * reach the cluster (not installed yet) warns and goes on as if there were none; `up` stops.
+ */
+export function liveHelmChartConfig(
+  kubeconfig: pulumi.Input<string>,
+  cluster: string,
+): pulumi.Output<LiveHelmChartConfig> {
+  return pulumi.output(kubeconfig).apply(async (text) => {
+    try {
+      return await readHelmChartConfig(text);
+    } catch (err) {
+      const why = `cannot read the HelmChartConfig kube-system/rke2-coredns of cluster ${cluster}: ${(err as Error).message}`;
+      if (!pulumi.runtime.isDryRun()) {
+        throw new Error(
+          `${why}. Its operators' values would be lost under the fix's; make the cluster reachable through rke2-remediation:kubeconfig and run pulumi up again.`,
+        );
+      }
+      void pulumi.log.warn(
+        `${why}; the preview assumes there is none, and up reads it again (and stops if it still cannot).`,
+      );
+      return { found: false as const };
+    }
+  });
 }
 
 export interface ClusterDnsArgs {
@@ -116,9 +156,25 @@ export class ClusterDns extends pulumi.ComponentResource {
         // (seed 001). Pulumi then skips the provider's Delete and only forgets the objects
         // (pulumi.com docs/iac/concepts/resources/options/retainondelete/).
         const k8sOpts = { parent: this, provider: delivery.provider, retainOnDelete: true };
+        // The values its operators wrote are kept beside the fix (kept-values.ts). The live
+        // object comes through the kubeconfig, a secret; the values themselves are not.
+        const object = pulumi.unsecret(
+          pulumi.output(delivery.live ?? { found: false as const }).apply((live) => {
+            const theirs = operatorValuesOf(live, ANNOTATIONS.rke2Version);
+            if (theirs?.adopted) this.reportAdoption(cluster.name, theirs.text);
+            return forceOwnership(
+              helmChartConfigObject(this.values, cluster, dns, theirs?.text),
+            ) as { metadata: k8s.types.input.meta.v1.ObjectMeta; spec: Record<string, unknown> };
+          }),
+        );
         new k8s.apiextensions.CustomResource(
           `${name}-rke2-coredns`,
-          forceOwnership(helmChartConfig) as k8s.apiextensions.CustomResourceArgs,
+          {
+            apiVersion: helmChartConfig.apiVersion as string,
+            kind: helmChartConfig.kind as string,
+            metadata: object.metadata,
+            spec: object.spec,
+          },
           k8sOpts,
         );
         if (policies.length === 0) break;
@@ -193,5 +249,20 @@ export class ClusterDns extends pulumi.ComponentResource {
       }
     }
     this.registerOutputs({ chartValues: this.chartValues });
+  }
+
+  /** Says, before anything is written, which of an operator's values the fix keeps and which it replaces. */
+  private reportAdoption(cluster: string, operatorValues: string): void {
+    const where = `the live HelmChartConfig kube-system/rke2-coredns of cluster ${cluster}`;
+    const { kept, replaced } = keepOperatorValues(
+      this.values,
+      parseValuesContent(operatorValues, where),
+    );
+    void pulumi.log.warn(
+      `${where} was written by hand; its values are kept beside the fix: ${kept.join(", ") || "none"}. ` +
+        `Replaced by the fix: ${replaced.join(", ") || "none"}. Their text is recorded in the ` +
+        `annotation ${OPERATOR_VALUES_ANNOTATION}, which later runs keep; edit it to change a kept value.`,
+      this,
+    );
   }
 }

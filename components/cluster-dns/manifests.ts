@@ -1,6 +1,7 @@
 import * as YAML from "yaml";
 import { ClusterSettings, DnsSettings } from "../model";
 import { CorednsChartValues } from "./chart";
+import { keepOperatorValues, OPERATOR_VALUES_ANNOTATION, parseValuesContent } from "./kept-values";
 import { dnsKubeletArgs, renderChartValuesYaml } from "./values";
 
 /** Annotations on the HelmChartConfig stating the cluster facts its values were rendered for. */
@@ -19,11 +20,16 @@ export function kubeletClusterDns(dns: DnsSettings, cluster: ClusterSettings): s
   return arg ? arg.slice("cluster-dns=".length) : cluster.clusterDnsIp;
 }
 
-/** The HelmChartConfig RKE2's helm-controller merges into its packaged rke2-coredns HelmChart. */
+/**
+ * The HelmChartConfig RKE2's helm-controller merges into its packaged rke2-coredns HelmChart.
+ * With `operatorValues` (the `valuesContent` an operator wrote, kept-values.ts), it carries the
+ * fix's values with theirs kept, and records their text in an annotation.
+ */
 export function helmChartConfigObject(
   values: CorednsChartValues,
   cluster?: ClusterSettings,
   dns?: DnsSettings,
+  operatorValues?: string,
 ): Record<string, unknown> {
   const annotations =
     cluster && dns
@@ -33,8 +39,17 @@ export function helmChartConfigObject(
           [ANNOTATIONS.kubeProxyMode]: cluster.kubeProxyMode,
           [ANNOTATIONS.kubeletClusterDns]: kubeletClusterDns(dns, cluster),
           [ANNOTATIONS.rke2Version]: cluster.version,
+          ...(operatorValues ? { [OPERATOR_VALUES_ANNOTATION]: operatorValues } : {}),
         }
       : undefined;
+  const valuesContent = operatorValues
+    ? renderChartValuesYaml(
+        keepOperatorValues(
+          values,
+          parseValuesContent(operatorValues, "the rke2-coredns HelmChartConfig"),
+        ).values,
+      )
+    : renderChartValuesYaml(values);
   return {
     apiVersion: "helm.cattle.io/v1",
     kind: "HelmChartConfig",
@@ -44,7 +59,7 @@ export function helmChartConfigObject(
       namespace: "kube-system",
       ...(annotations ? { annotations } : {}),
     },
-    spec: { valuesContent: renderChartValuesYaml(values) },
+    spec: { valuesContent },
   };
 }
 

@@ -158,6 +158,8 @@ function pluginOf(server: CorednsServer, name: string): CorednsPlugin {
 }
 
 /** The values as the YAML text a HelmChartConfig's valuesContent or Rancher's chartValues carry. */
-export function renderChartValuesYaml(values: CorednsChartValues): string {
+export function renderChartValuesYaml(
+  values: CorednsChartValues | Readonly<Record<string, unknown>>,
+): string {
   return YAML.stringify(values, { aliasDuplicateObjects: false });
 }

@@ -1,7 +1,11 @@
 import * as crypto from "crypto";
 import * as assert from "assert/strict";
 import * as pulumi from "@pulumi/pulumi";
+import * as k8s from "@pulumi/kubernetes";
 import * as YAML from "yaml";
+import { ClusterDns } from "../../components/cluster-dns";
+import { OPERATOR_VALUES_ANNOTATION } from "../../components/cluster-dns/kept-values";
+import { recordProgram } from "../../infra/mock-runtime";
 import { EnvironmentModel, RecordedResource } from "../../components/model";
 import { estateModel } from "../support/lab-stack";
 import { resourcesOf } from "../support/program";
@@ -174,6 +178,32 @@ describe("program (Pulumi mocks)", function () {
         String(r.inputs.path).includes("/manifests/"),
     );
     assert.equal(manifests.length, 0);
+  });
+
+  it("through the Kubernetes API, keeps the values of an operator-made live HelmChartConfig, in plain view, and records them", async () => {
+    const operatorValues = "replicaCount: 2\n";
+    const recorded = await recordProgram("rke2-remediation", "test", () => {
+      const provider = new k8s.Provider("management-cluster", { kubeconfig: "<kubeconfig>" });
+      new ClusterDns("dns-management", {
+        cluster: model.management,
+        dns: model.dns,
+        delivery: {
+          kind: "helmChartConfig",
+          provider,
+          kubeconfig: pulumi.secret("<kubeconfig>"),
+          live: pulumi.secret({ found: true, valuesContent: operatorValues, annotations: {} }),
+        },
+      });
+    });
+    const [hcc] = recorded.filter((r) => r.type === "kubernetes:helm.cattle.io/v1:HelmChartConfig");
+    const spec = hcc.inputs.spec as { valuesContent: string };
+    const metadata = hcc.inputs.metadata as { annotations: Record<string, string> };
+    // Read through the secret kubeconfig, the values are no secret: the preview's diff shows them.
+    assert.equal(isSecret(hcc.inputs.spec), false, JSON.stringify(hcc.inputs.spec));
+    const values = YAML.parse(spec.valuesContent) as { replicaCount?: number; servers?: unknown[] };
+    assert.equal(values.replicaCount, 2);
+    assert.equal(values.servers?.length, 3);
+    assert.equal(metadata.annotations[OPERATOR_VALUES_ANNOTATION], operatorValues);
   });
 
   /** The HelmChartConfig and the DNS NetworkPolicies the program delivers through the API. */

@@ -7,6 +7,7 @@ import * as assert from "assert/strict";
 import { digA, pulumi } from "./cli";
 import * as fs from "fs";
 import * as path from "path";
+import * as YAML from "yaml";
 import {
   addRejectRule,
   handDeleteDnsHost,
@@ -376,11 +377,35 @@ describe("pulumi CLI on the local stack", function () {
       pulumi("config", "set", "--path", "rke2.dnsDelivery", "helmChartConfig").status,
       0,
     );
+    // The cluster's operators customised CoreDNS themselves (rke2-docs' HelmChartConfig way): more
+    // replicas, a tuned cache, a stub zone for their corporate DNS.
+    const operators = kubectl(
+      "apply",
+      "-f",
+      path.join(REPO, "test", "fixtures", "operator-rke2-coredns.yaml"),
+    );
+    assert.equal(operators.status, 0, operators.stderr);
+    const preview = pulumi("preview", "--diff");
+    assert.equal(preview.status, 0, preview.out);
+    assert.match(
+      preview.out,
+      /rke2-coredns of cluster management was written by hand; its values are kept beside the fix: replicaCount, servers\[\.:53\]\.cache, servers\[corp\.example:53\]/,
+    );
     const r = pulumi("up", "--yes");
     assert.equal(r.status, 0, r.out);
     const got = corednsValuesContent();
     assert.equal(got.status, 0, got.stderr);
     assert.match(got.stdout, /ai-ear\.cn/);
+    // Theirs survived beside the fix.
+    const values = YAML.parse(got.stdout) as {
+      replicaCount?: number;
+      servers: { zones: { zone: string }[]; plugins: { name: string; parameters?: string }[] }[];
+    };
+    assert.equal(values.replicaCount, 2);
+    const root = values.servers.find((s) => s.zones.some((z) => z.zone === "."));
+    assert.equal(root?.plugins.find((p) => p.name === "cache")?.parameters, "300");
+    assert.equal(root?.plugins.find((p) => p.name === "forward")?.parameters, ". 192.168.122.1");
+    assert.ok(values.servers.some((s) => s.zones.some((z) => z.zone === "corp.example")));
     for (const namespace of ["default", "cattle-system"]) {
       const np = kubectl("-n", namespace, "get", "networkpolicy", "-o", "json");
       assert.equal(np.status, 0, np.stderr);
