@@ -12,6 +12,7 @@ import {
 } from "@pulumi/policy";
 import Ajv from "ajv";
 import type { RecordedResource } from "../components/model";
+import { closest } from "../components/model/words";
 
 export interface Violation {
   readonly policy: string;
@@ -159,7 +160,9 @@ export function parsePolicyPackConfig(
   for (const [key, value] of Object.entries(doc)) {
     if (key === "environments") continue;
     if (key !== "all" && !byName.has(key))
-      throw new Error(`${file}: "${key}" is not a policy of this pack.`);
+      throw new Error(
+        `${file}: "${key}" is not a policy of this pack; did you mean "${closest(key, ["all", ...byName.keys()])}"?`,
+      );
     if (typeof value === "object" && value !== null && !Array.isArray(value)) {
       const { enforcementLevel, ...properties } = value as Record<string, unknown>;
       if (enforcementLevel !== undefined) {

@@ -32,7 +32,7 @@ await esbuild.build({
   entryPoints: [path.join(policy, "index.ts")],
   bundle: true,
   platform: "node",
-  target: "node20",
+  target: "node22",
   format: "cjs",
   external: ["@pulumi/policy", "@pulumi/pulumi"],
   outfile: path.join(out, "lib", "index.js"),

@@ -82,14 +82,6 @@ export class UpstreamResolverPreflight extends pulumi.ComponentResource {
       { node: node.name, upstreams: [...args.upstreams], silent: [] },
       { parent: this },
     );
-    if (args.upstreams.length < 2) {
-      pulumi.log.warn(
-        `only one upstream resolver (${args.upstreams.join(", ")}): when it stops answering, as 114.114.114.114 did ` +
-          "for HINFO probes in seed 004, every lookup outside the cluster waits for its timeout and then fails; " +
-          "configure at least two.",
-        this,
-      );
-    }
     this.silent = resource.silent;
     this.registerOutputs({ silent: this.silent });
   }

@@ -8,3 +8,4 @@ export * from "./net";
 export type { RecordedResource } from "./recorded-resource";
 export * from "./resource-types";
 export * from "./dns-names";
+export * from "./words";

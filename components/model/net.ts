@@ -34,6 +34,19 @@ export function parseCidr(text: string): Cidr | undefined {
   return { base, prefix, text };
 }
 
+/**
+ * The network an address with host bits set belongs to under its prefix ("10.100.5.0/16" ->
+ * "10.100.0.0/16"); undefined when the text is no address and prefix, or is a network already.
+ */
+export function networkOfPrefix(text: string): string | undefined {
+  const match = /^([^/]+)\/(\d{1,2})$/.exec(text);
+  if (!match || !isIpv4(match[1]) || Number(match[2]) > 32) return undefined;
+  const size = 2 ** (32 - Number(match[2]));
+  const address = ipToNumber(match[1]);
+  if (address % size === 0) return undefined;
+  return `${numberToIp(address - (address % size))}/${match[2]}`;
+}
+
 export function cidrSize(cidr: Cidr): number {
   return 2 ** (32 - cidr.prefix);
 }

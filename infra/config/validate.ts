@@ -24,6 +24,7 @@ import {
   isIpv4,
   numberToIp,
   nthAddress,
+  networkOfPrefix,
   parseCidr,
   inZone,
 } from "../../components/model";
@@ -166,7 +167,10 @@ export function validateEnvironment(
     MANAGEMENT_CLUSTER,
     listsManagementNodes && reads("rke2.version"),
   );
-  const rancher = readRancher(r, v.rancher, deploy);
+  // Without the management stack's outputs, its URL is not at hand: that is reported above, and
+  // the clusters this stack declares are still read.
+  const outputsNotAtHand = managementStack !== undefined && options.managementOutputs === undefined;
+  const rancher = readRancher(r, v.rancher, deploy, outputsNotAtHand);
   const clusters: ClusterSettings[] = [management, ...(rancher?.downstreamClusters ?? [])];
   const nodes = readNodes(r, v.nodes, clusters, deploy);
   const dns = readDns(r, v.dns, reads("dns.upstreamResolvers"));
@@ -176,7 +180,7 @@ export function validateEnvironment(
   checkServers(r, nodes, Array.isArray(v.nodes) && nodes.length === v.nodes.length, deploy);
   checkRegistrationAddress(r, management, nodes);
   // Rancher registers the nodes: only then must each cluster have every role and a CA to pin.
-  if (deploy.rancherClusters) checkDownstreamMembership(r, nodes, rancher);
+  if (deploy.rancherClusters) checkDownstreamMembership(r, nodes, rancher, outputsNotAtHand);
   checkDnsAgainstNetworks(r, dns, libvirt, clusters, nodes);
   checkDnsAgainstReleases(r, dns, clusters);
   const rancherAnswer = checkRancherStaticHosts(
@@ -245,9 +249,14 @@ function cidrOf(r: ConfigReader, text: string | undefined, path: string): Cidr |
   if (text === undefined) return undefined;
   const cidr = parseCidr(text);
   if (!cidr) {
+    // Host bits set (10.100.5.0/16): name the network the prefix gives.
+    const network = networkOfPrefix(text);
     r.problem(
       path,
-      `"${text}" is not a network in CIDR form; write the network address and prefix, e.g. 10.42.0.0/16.`,
+      `"${text}" is not a network in CIDR form; ` +
+        (network
+          ? `its address has host bits set for /${network.split("/")[1]}: write the network address, ${network}, or a longer prefix.`
+          : "write the network address and prefix, e.g. 10.42.0.0/16."),
     );
   }
   return cidr;
@@ -509,19 +518,22 @@ function registrationAddressOf(
 
 /**
  * `rancher`. The URL is required only where the stack registers clusters with Rancher
- * (`deploy.rancherClusters`); without it, nothing in the estate answers or protects Rancher's
- * host by name. A downstream cluster's release is required where its DNS fix is computed.
+ * (`deploy.rancherClusters`) and it is not the management stack's, whose outputs are not at hand
+ * (`urlNotAtHand`, reported on its own); without it, nothing in the estate answers or protects
+ * Rancher's host by name. A downstream cluster's release is required where its DNS fix is computed.
  */
 function readRancher(
   r: ConfigReader,
   value: unknown,
   deploy: DeploySelection,
+  urlNotAtHand = false,
 ): RancherSettings | undefined {
   const o = r.object(value, "rancher");
   if (!o) return undefined;
-  const url = deploy.rancherClusters
-    ? r.requiredString(o.url, "rancher.url", "set Rancher's server URL, e.g. https://ai-ear.cn.")
-    : r.string(o.url, "rancher.url");
+  const url =
+    deploy.rancherClusters && !urlNotAtHand
+      ? r.requiredString(o.url, "rancher.url", "set Rancher's server URL, e.g. https://ai-ear.cn.")
+      : r.string(o.url, "rancher.url");
   let hostname: string | undefined;
   if (url !== undefined) {
     const m = /^https:\/\/([^/:]+)(:\d+)?\/?$/.exec(url);
@@ -583,7 +595,7 @@ function readRancher(
   });
   if (url === undefined) {
     // Given and malformed, it is reported above; absent, it is reported when required.
-    return o.url === undefined && !deploy.rancherClusters
+    return o.url === undefined && (!deploy.rancherClusters || urlNotAtHand)
       ? { caCertificate, downstreamClusters }
       : undefined;
   }
@@ -755,7 +767,7 @@ function readNodes(
         `"${cluster}" is not a known cluster; use "${MANAGEMENT_CLUSTER}" or a name from rancher.downstreamClusters.`,
       );
     }
-    const roles = readRoles(r, o, path, cluster, rolesRequired(deploy, cluster));
+    const roles = readRoles(r, o, path, cluster, rolesRequired(deploy, cluster), clusterNames);
     // An invalid ip is reported above; do not also report the SSH host it would have given.
     const sshDefault = ip ?? (o.ip === undefined ? undefined : "");
     const ssh = readSsh(r, o.ssh, `${path}.ssh`, sshDefault, `node ${name ?? path}`, required);
@@ -783,6 +795,7 @@ function readRoles(
   path: string,
   cluster: string,
   required: boolean,
+  clusterNames: readonly string[],
 ): NodeRole[] | undefined {
   const rawRoles = o.roles ?? (o.role === undefined ? undefined : [o.role]);
   const rolesPath = o.roles !== undefined ? `${path}.roles` : `${path}.role`;
@@ -806,9 +819,20 @@ function readRoles(
   const roles = list as NodeRole[];
   if (cluster === MANAGEMENT_CLUSTER) {
     if (roles.length !== 1 || !(roles[0] === "server" || roles[0] === "agent")) {
+      const node = typeof o.name === "string" ? `node ${o.name}: ` : "";
+      const downstream = clusterNames.filter((c) => c !== MANAGEMENT_CLUSTER);
+      // Downstream roles on a node without `cluster:` are most likely a missing `cluster:`.
+      const hint =
+        o.cluster === undefined &&
+        roles.every((role) => (DOWNSTREAM as readonly string[]).includes(role))
+          ? ` These are a downstream cluster's roles, and the node has no ${path}.cluster, so it ` +
+            `counts as a node of the management cluster: set its cluster` +
+            (downstream.length > 0 ? ` (${downstream.map((c) => `"${c}"`).join(", ")})` : "") +
+            ", or give it role server or agent."
+          : "";
       r.problem(
         rolesPath,
-        `nodes of the management cluster are either "server" or "agent", found ${roles.join(", ")}.`,
+        `${node}nodes of the management cluster are either "server" or "agent", found ${roles.join(", ")}.${hint}`,
       );
       return undefined;
     }
@@ -1024,6 +1048,7 @@ function checkDownstreamMembership(
   r: ConfigReader,
   nodes: NodeSpec[],
   rancher: RancherSettings | undefined,
+  caNotAtHand: boolean,
 ): void {
   rancher?.downstreamClusters.forEach((c, i) => {
     const members = nodes.filter((n) => n.cluster === c.name);
@@ -1042,7 +1067,8 @@ function checkDownstreamMembership(
         r.problem(`rancher.downstreamClusters[${i}]`, (err as Error).message);
       }
     }
-    if (!c.insecureRegistration && rancher.caCertificate === undefined) {
+    // The management stack's CA, when its outputs are not at hand, is reported with them.
+    if (!c.insecureRegistration && rancher.caCertificate === undefined && !caNotAtHand) {
       r.problem(
         "rancher.caCertificate",
         `is not set; cluster "${c.name}" registers its nodes with Rancher's CA pinned by --ca-checksum. Set it to the CA exactly as Rancher serves it (curl -fsk https://<rancher>/cacerts), or opt in to rancher.downstreamClusters[${i}].insecureRegistration.`,
@@ -1944,6 +1970,15 @@ export function configWarnings(model: EnvironmentModel, raw: RawStackConfig): Co
   }
   checkKubeconfigMode(r, model);
   checkNodesOnSubnet(r, model);
+  const upstreams = model.dns.upstreamResolvers;
+  if (keyIsRead(deploy, "dns.upstreamResolvers") && upstreams.length === 1) {
+    r.problem(
+      "dns.upstreamResolvers",
+      `only one upstream resolver (${upstreams[0]}): when it stops answering, as 114.114.114.114 ` +
+        "did for HINFO probes in seed 004, every lookup outside the cluster waits for its timeout " +
+        "and then fails; configure at least two.",
+    );
+  }
   const host = model.rancher?.hostname;
   // Only where the downstream clusters' DNS is rendered (deploy.clusterDns or rancherClusters).
   if (

@@ -198,7 +198,10 @@ describe("offline commands", function () {
     fs.writeFileSync(config, JSON.stringify({ "rancher-registration-verify-ca": "advisory" }));
     const wrong = node("verify.js", ["--stack", "lab", "--policy-pack-config", config]);
     assert.equal(wrong.status, 1);
-    assert.match(wrong.out, /"rancher-registration-verify-ca" is not a policy of this pack/);
+    assert.match(
+      wrong.out,
+      /"rancher-registration-verify-ca" is not a policy of this pack; did you mean "rancher-registration-verifies-ca"\?/,
+    );
   });
 
   it("a downstream stack takes the management stack's outputs: render lab, then verify and render uat1 with them", () => {
@@ -212,11 +215,27 @@ describe("offline commands", function () {
       offline.out,
       /rke2-remediation:managementStack: names the stack "organization\/rke2-remediation\/lab"/,
     );
+    // Only that: the URL and CA it would read from there, and the clusters this stack declares
+    // itself, are no problems of their own.
+    assert.match(offline.out, /stack "uat1": 1 config problem\(s\)/);
     const verify = node("verify.js", ["--stack", "uat1", "--management-outputs", outputs]);
     assert.equal(verify.status, 0, verify.out);
+    // The warning it prints is the one it counts, and --json carries it.
     assert.match(
       verify.out,
-      /stack "uat1": 0 config problem\(s\), 0 warning\(s\), 0 violation\(s\)/,
+      /warning {2}rke2-remediation:dns\.upstreamResolvers: only one upstream resolver \(192\.168\.122\.1\)/,
+    );
+    assert.doesNotMatch(verify.out, /\[runtime\]/);
+    assert.match(
+      verify.out,
+      /stack "uat1": 0 config problem\(s\), 1 warning\(s\), 0 violation\(s\)/,
+    );
+    const json = node("verify.js", ["--stack", "uat1", "--management-outputs", outputs, "--json"]);
+    assert.deepEqual(
+      (JSON.parse(json.out) as { configWarnings: { key: string }[] }).configWarnings.map(
+        (w) => w.key,
+      ),
+      ["rke2-remediation:dns.upstreamResolvers"],
     );
     const out = path.join(dir, "uat1");
     const render = node("render.js", [

@@ -31,8 +31,15 @@ function modelOf(raw: MutableRawConfig) {
 }
 
 /** The warnings of a valid stack config, as `verify` prints them. */
-function warningsOf(raw: MutableRawConfig) {
+function allWarningsOf(raw: MutableRawConfig) {
   return configWarnings(modelOf(raw), raw);
+}
+
+const ONE_UPSTREAM = stackKey("dns.upstreamResolvers");
+
+/** The same, but the one on a single upstream resolver, which the shipped stacks earn. */
+function warningsOf(raw: MutableRawConfig) {
+  return allWarningsOf(raw).filter((w) => w.key !== ONE_UPSTREAM);
 }
 
 /** uat1 giving Rancher's values itself (no managementStack), with one value replaced. */
@@ -94,17 +101,31 @@ describe("dns.policyNamespaces", () => {
     assert.match(warnings[0].message, /`up` reads from the cluster/);
   });
 
-  it("gives the shipped stacks no warning", () => {
-    assert.deepEqual(warningsOf(estateRawConfig()), []);
-    assert.deepEqual(warningsOf(uat1StandaloneRawConfig()), []);
+  it("gives the shipped stacks one warning only: their single upstream resolver, the libvirt network's dnsmasq", () => {
+    const keys = (warnings: readonly { key: string }[]) => warnings.map((w) => w.key);
+    assert.deepEqual(keys(allWarningsOf(estateRawConfig())), [ONE_UPSTREAM]);
+    assert.deepEqual(keys(allWarningsOf(uat1StandaloneRawConfig())), [ONE_UPSTREAM]);
     const uat1 = uat1RawConfig();
     const { model } = validateEnvironment("uat1", uat1, {
       requireSecrets: false,
       managementOutputs: labManagementOutputs(),
     });
     assert.ok(model);
-    assert.deepEqual(configWarnings(model, uat1), []);
+    assert.deepEqual(keys(configWarnings(model, uat1)), [ONE_UPSTREAM]);
     assert.deepEqual(warningsOf(uat1With(["dns", "staticHosts"], {})), []);
+  });
+
+  it("warns on a single upstream resolver, naming the key, and not on two (seed 004)", () => {
+    const [one] = allWarningsOf(estateRawConfig()).filter((w) => w.key === ONE_UPSTREAM);
+    assert.match(
+      one.message,
+      /only one upstream resolver \(192\.168\.122\.1\).*configure at least two/,
+    );
+    const two = estateWith(["dns", "upstreamResolvers"], ["192.168.122.1", "192.168.122.2"]);
+    assert.deepEqual(
+      allWarningsOf(two).filter((w) => w.key === ONE_UPSTREAM),
+      [],
+    );
   });
 });
 

@@ -116,6 +116,17 @@ describe("stack config validation", () => {
       assert.match(problem.message, /write the network address/);
     });
 
+    it("names the network a CIDR with host bits set belongs to", () => {
+      const problem = problemAt(
+        problemsOf(estateWith("rke2.clusterCidr", "10.100.5.0/16")),
+        "rke2.clusterCidr",
+      );
+      assert.match(
+        problem.message,
+        /host bits set for \/16: write the network address, 10\.100\.0\.0\/16, or a longer prefix/,
+      );
+    });
+
     it("rejects a service CIDR that overlaps the cluster CIDR", () => {
       const problem = problemAt(
         problemsOf(estateWith("rke2.serviceCidr", "10.12.128.0/17")),
@@ -153,6 +164,19 @@ describe("stack config validation", () => {
   });
 
   describe("nodes", () => {
+    it("hints that cluster: is missing on a node with a downstream cluster's roles, naming the node", () => {
+      const raw = uat1StandaloneRawConfig();
+      setAt(raw, "nodes[0].cluster", undefined);
+      const { problems } = validateEnvironment("uat1", raw, { requireSecrets: false });
+      const problem = problemAt(problems, "nodes[0].roles");
+      const name = getAt(raw, "nodes[0].name") as string;
+      assert.ok(problem.message.startsWith(`node ${name}: `), problem.message);
+      assert.match(
+        problem.message,
+        /a downstream cluster's roles, and the node has no nodes\[0\]\.cluster, .*set its cluster \("uat1"\)/,
+      );
+    });
+
     it("rejects a node name used twice, naming the first node", () => {
       const problem = problemAt(
         problemsOf(estateWith("nodes[1].name", "sza122020.local")),
