@@ -179,6 +179,7 @@ function nodePreparationArtifacts(model: EnvironmentModel): Artifact[] {
     const params = nodeScriptParams("apply", {
       networkManagerConfig: renderUnmanagedDevicesConfig(model.nodePreparation.unmanagedDevices),
       bringUpKubeIpvs: model.nodePreparation.bringUpKubeIpvs,
+      nodeIp: node.ip,
     });
     artifacts.push({
       kind: "node-preparation-script",

@@ -2,7 +2,7 @@ ACTION='apply'
 NM_CONFIG='[keyfile]
 unmanaged-devices+=interface-name:kube-ipvs0;interface-name:cali*;interface-name:vxlan.calico;interface-name:vxlan-v6.calico;interface-name:tunl*;interface-name:flannel*;interface-name:wireguard.cali;interface-name:wg-v6.cali'
 BRING_UP_KUBE_IPVS='false'
-NODE_IP=''
+NODE_IP='192.168.122.30'
 MIN_MEMORY_MIB='3584'
 MIN_CPUS='2'
 #!/bin/bash
