@@ -4,7 +4,7 @@
 // components/; esbuild bundles them into one index.js, so only the pack's declared dependencies
 // (@pulumi/policy and @pulumi/pulumi, left external: the Pulumi runtime loads them) are
 // installed beside it. The folder gets PulumiPolicy.yaml for that JavaScript entry point,
-// policy/'s package.json and package-lock.json, and the node scripts under components/: a host
+// policy/'s package.json and package-lock.json, the LICENSE, and the node scripts under components/: a host
 // step records its script by path and hash (components/assets.ts), and a policy that reads the
 // script (firewall-service-never-stopped) finds it there, below the bundle's package root
 // (lib/index.js: its parent folder is the root, as components/ has the repository's).
@@ -43,6 +43,7 @@ fs.writeFileSync(
   JSON.stringify({ ...pkg, main: "lib/index.js" }, null, 2) + "\n",
 );
 fs.copyFileSync(path.join(policy, "package-lock.json"), path.join(out, "package-lock.json"));
+fs.copyFileSync(path.join(repo, "LICENSE"), path.join(out, "LICENSE"));
 const manifest = fs
   .readFileSync(path.join(policy, "PulumiPolicy.yaml"), "utf8")
   .replace(/^main: .*$/m, "main: lib/index.js")
@@ -56,6 +57,6 @@ for (const file of scripts) {
   fs.copyFileSync(path.join(repo, "components", file), path.join(out, "components", file));
 }
 console.log(
-  `policy:pack: wrote ${out}: lib/index.js, PulumiPolicy.yaml, package.json, package-lock.json, ` +
+  `policy:pack: wrote ${out}: lib/index.js, PulumiPolicy.yaml, package.json, package-lock.json, LICENSE, ` +
     `${scripts.length} scripts under components/`,
 );

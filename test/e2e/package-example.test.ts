@@ -47,6 +47,8 @@ describe("examples/one-server, a program of its own that installs the package fr
       "bin/infra/library.d.ts",
       "bin/components/index.d.ts",
       "components/node-preparation/prepare-node.sh",
+      "LICENSE",
+      "CHANGELOG.md",
     ]) {
       assert.ok(fs.existsSync(path.join(installed, file)), file);
     }
