@@ -51,6 +51,13 @@ export function upgradeState(olds: Props, news: Props): { state: Props; older: b
     delete state.sshPrivateKey;
     older = true;
   }
+  // Where the key is read is the program's choice, not the host's: a program that keeps its key
+  // under another config key rewrites the state, so that a refresh or delete reads it there too.
+  if (olds.sshKeyConfig !== news.sshKeyConfig) {
+    if (news.sshKeyConfig === undefined) delete state.sshKeyConfig;
+    else state.sshKeyConfig = news.sshKeyConfig;
+    older = true;
+  }
   for (const [key, value] of Object.entries(olds)) {
     const planned = news[key];
     if (typeof value !== "string" || typeof planned !== "string" || !isScriptRef(planned)) continue;

@@ -29,10 +29,17 @@ export interface Rke2EstateArgs {
   readonly settings: EstateSettings;
   /**
    * The SSH private key for every host, as a secret. The host steps' provider reads the key
-   * from the stack's own config key `sshPrivateKey` (in the program's project namespace) when it
-   * connects, so set that secret and pass it here: `config.requireSecret("sshPrivateKey")`.
+   * from the stack's configuration when it connects (a refresh or destroy runs no program), at
+   * `sshPrivateKeyConfig`: pass the same secret here, `config.requireSecret("sshPrivateKey")`.
+   * Only its fingerprint is kept in state.
    */
   readonly sshPrivateKey: pulumi.Input<string>;
+  /**
+   * The stack config key that holds `sshPrivateKey`, where the program keeps it under another
+   * name than the project's `sshPrivateKey` (`"myorg:sshKey"`, or a key a Pulumi ESC
+   * environment sets under `pulumiConfig`); a name without a namespace is the project's.
+   */
+  readonly sshPrivateKeyConfig?: string;
   /** The RKE2 join token; required when the settings list a management server. */
   readonly rke2Token?: pulumi.Input<string>;
   /** Rancher's API token; required when the settings declare downstream clusters. */
@@ -84,9 +91,25 @@ export class Rke2Estate extends pulumi.ComponentResource {
     for (const warning of configWarnings(model, raw)) {
       void pulumi.log.warn(`${settingsKey(warning.key)}: ${warning.message}`, this);
     }
-    this.outputs = deployEnvironment(model, secrets, { parent: this, namePrefix: `${name}-` });
+    this.outputs = deployEnvironment(
+      model,
+      secrets,
+      { parent: this, namePrefix: `${name}-` },
+      sshKeyConfigOf(args.sshPrivateKeyConfig),
+    );
     this.registerOutputs({ ...this.outputs });
   }
+}
+
+/**
+ * The config key the providers read the SSH key from, with the program's project namespace where
+ * none is given (the dynamic providers' config reader adds the same: pulumi/pulumi@v3.276.0
+ * sdk/nodejs/cmd/dynamic-provider/config.ts); undefined for the project's own `sshPrivateKey`.
+ */
+function sshKeyConfigOf(name: string | undefined): string | undefined {
+  if (name === undefined) return undefined;
+  const full = name.includes(":") ? name : `${pulumi.getProject()}:${name}`;
+  return full === `${pulumi.getProject()}:sshPrivateKey` ? undefined : full;
 }
 
 /** A stack config key (`rke2-remediation:nodes[1].ip`) as the settings' (`settings.nodes[1].ip`). */

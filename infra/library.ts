@@ -13,7 +13,10 @@ export {
   type ValidationOptions,
 } from "./config/validate";
 export { ConfigValidationError, type ConfigProblem } from "./config/problems";
-export type { ManagementStackOutputs } from "./config/management-stack";
+export {
+  parseManagementStackOutputs,
+  type ManagementStackOutputs,
+} from "./config/management-stack";
 export {
   deployEnvironment,
   type DeclarationScope,

@@ -2,6 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as rancher2 from "@pulumi/rancher2";
 import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
+import type { SshKey } from "../components/ssh/host-step-resource";
 import {
   ClusterDns,
   DnsDelivery,
@@ -101,8 +102,9 @@ export function deployEnvironment(
   model: EnvironmentModel,
   secrets: EnvironmentSecrets,
   scope: DeclarationScope = STACK_SCOPE,
+  sshKeyConfig?: string,
 ): EnvironmentOutputs {
-  const keys = withEmptySecrets(secrets);
+  const keys = withEmptySecrets(secrets, sshKeyConfig);
   const records = declareLibvirtDnsRecords(model, keys, scope); // 1.
   const prepared = prepareNodes(model, keys, scope); // 2.
   const beforeFirstStart = deliverManagementClusterDns(model, keys, prepared, scope); // 3.
@@ -150,12 +152,22 @@ function optsIn<O extends pulumi.ResourceOptions>(scope: DeclarationScope, opts:
   return scope.parent ? { ...opts, parent: scope.parent } : opts;
 }
 
-/** The secrets the steps pass on; one the stack lacks is an empty secret (previews run without). */
-type StepSecrets = Readonly<Record<SecretKey, pulumi.Output<string>>>;
+/**
+ * The secrets the steps pass on; one the stack lacks is an empty secret (previews run without).
+ * The SSH key carries the config key its providers read it from, when that is not
+ * `sshPrivateKey`.
+ */
+type StepSecrets = Readonly<Record<Exclude<SecretKey, "sshPrivateKey">, pulumi.Output<string>>> & {
+  readonly sshPrivateKey: SshKey;
+};
 
-function withEmptySecrets(secrets: EnvironmentSecrets): StepSecrets {
+function withEmptySecrets(secrets: EnvironmentSecrets, sshKeyConfig?: string): StepSecrets {
+  const sshPrivateKey = secrets.sshPrivateKey ?? pulumi.secret("");
   return {
-    sshPrivateKey: secrets.sshPrivateKey ?? pulumi.secret(""),
+    sshPrivateKey:
+      sshKeyConfig === undefined
+        ? sshPrivateKey
+        : { value: sshPrivateKey, configKey: sshKeyConfig },
     rke2Token: secrets.rke2Token ?? pulumi.secret(""),
     rancherToken: secrets.rancherToken ?? pulumi.secret(""),
     kubeconfig: secrets.kubeconfig ?? pulumi.secret(""),

@@ -24,7 +24,7 @@ import {
   RKE2_MANIFESTS_DIR,
 } from "../model";
 import { scriptRef } from "../assets";
-import { HostStepResource } from "../ssh/host-step-resource";
+import { HostStepResource, SshKey } from "../ssh/host-step-resource";
 import { RemoteFile, rke2FactsScriptRef } from "../remote-file";
 import { CorednsChartValues } from "./chart";
 import { KubeEgressCheck } from "./egress-check-provider";
@@ -64,7 +64,7 @@ export type DnsDelivery =
   | {
       readonly kind: "serverManifest";
       readonly server: NodeSpec;
-      readonly sshPrivateKey: pulumi.Input<string>;
+      readonly sshPrivateKey: SshKey;
     }
   | { readonly kind: "rancherChartValues" };
 

@@ -17,7 +17,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { NodeSpec, UPSTREAM_PREFLIGHT } from "../model";
 import { scriptRef } from "../assets";
 import { HostCheckState, hostCheckProvider } from "../ssh/host-check-provider";
-import { HostStepResource } from "../ssh/host-step-resource";
+import { HostStepResource, SshKey } from "../ssh/host-step-resource";
 
 export interface UpstreamPreflightState extends HostCheckState {
   readonly upstreams: readonly string[];
@@ -56,7 +56,7 @@ class UpstreamPreflightResource extends HostStepResource {
 export interface UpstreamResolverPreflightArgs {
   /** The node the queries are sent from. */
   readonly node: NodeSpec;
-  readonly sshPrivateKey: pulumi.Input<string>;
+  readonly sshPrivateKey: SshKey;
   readonly upstreams: readonly string[];
 }
 

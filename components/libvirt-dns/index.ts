@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { LIBVIRT_DNS_RECORDS, SshEndpoint } from "../model";
 import { scriptRef } from "../assets";
-import { HostStepResource } from "../ssh/host-step-resource";
+import { HostStepResource, SshKey } from "../ssh/host-step-resource";
 import type { LibvirtDnsState } from "./provider";
 import { DnsHostRecord, dnsHostRecords, staleRecords } from "./render";
 
@@ -18,7 +18,7 @@ export interface LibvirtDnsRecordsArgs {
   /** SSH endpoint of the KVM host, with its pinned host key. */
   readonly ssh: SshEndpoint;
   /** Private key for the SSH user; a Pulumi secret. */
-  readonly sshPrivateKey: pulumi.Input<string>;
+  readonly sshPrivateKey: SshKey;
   /** libvirt network name, e.g. `default`. */
   readonly network: string;
   /** The network's subnet, e.g. 192.168.122.0/24; recorded so policies can check record IPs. */

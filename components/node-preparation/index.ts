@@ -9,7 +9,7 @@ import {
   NodeSpec,
 } from "../model";
 import { scriptRef } from "../assets";
-import { HostStepResource } from "../ssh/host-step-resource";
+import { HostStepResource, SshKey } from "../ssh/host-step-resource";
 import { renderUnmanagedDevicesConfig, unmanagedDevicesProblems } from "./render";
 
 export { renderUnmanagedDevicesConfig, parseNodeFacts, unmanagedDevicesProblems } from "./render";
@@ -34,7 +34,7 @@ export interface NodePreparationArgs {
    * Private key for the SSH user; a Pulumi secret. The provider connects with the stack's
    * `sshPrivateKey` config secret, which must be this key.
    */
-  readonly sshPrivateKey: pulumi.Input<string>;
+  readonly sshPrivateKey: SshKey;
   /**
    * NetworkManager `unmanaged-devices` interface-name patterns; must include kube-ipvs0.
    * Default: DEFAULT_UNMANAGED_DEVICES (kube-ipvs0 and the Calico, flannel and WireGuard devices).

@@ -7,7 +7,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { NodeSpec, PORTS_PREFLIGHT } from "../model";
 import { scriptRef } from "../assets";
 import { HostCheckState, hostCheckProvider } from "../ssh/host-check-provider";
-import { HostStepResource } from "../ssh/host-step-resource";
+import { HostStepResource, SshKey } from "../ssh/host-step-resource";
 
 /** etcd client, etcd peer, etcd metrics, apiserver, supervisor, kubelet. */
 export const RKE2_SERVER_PORTS = [2379, 2380, 2381, 6443, 9345, 10250];
@@ -72,7 +72,7 @@ export interface ServerPortsPreflightArgs {
   readonly server: NodeSpec;
   /** The other servers it must reach. */
   readonly peers: readonly NodeSpec[];
-  readonly sshPrivateKey: pulumi.Input<string>;
+  readonly sshPrivateKey: SshKey;
   readonly ports?: readonly number[];
 }
 

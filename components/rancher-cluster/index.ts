@@ -28,7 +28,7 @@ import {
 } from "../model";
 import { scriptRef } from "../assets";
 import { serverRef } from "../rke2-cluster/provider";
-import { HostStepResource } from "../ssh/host-step-resource";
+import { HostStepResource, SshKey } from "../ssh/host-step-resource";
 import { pinnedEndpoint } from "../ssh/run-script";
 import { PlannedRegistration, rancherCaChecksum, registrationPlan } from "./registration";
 import { renderRkeConfigText } from "./rke-config";
@@ -58,7 +58,7 @@ export interface RancherDownstreamClusterArgs {
   readonly podNameserver: string;
   /** The rancher2 provider for Rancher's API (URL, token, CA from the stack). */
   readonly provider: pulumi.ProviderResource;
-  readonly sshPrivateKey: pulumi.Input<string>;
+  readonly sshPrivateKey: SshKey;
   /** What must finish before Rancher's API is used: Rancher's DNS records, the management
    * cluster Rancher runs on (when the same stack builds them). */
   readonly rancherReady?: pulumi.Resource[];

@@ -8,7 +8,7 @@ import { REMOTE_FILE, SshEndpoint } from "../model";
 import { scriptRef, scriptText } from "../assets";
 import * as path from "path";
 import * as ssh from "../ssh/run-script";
-import { HostStepResource } from "../ssh/host-step-resource";
+import { HostStepResource, SshKey } from "../ssh/host-step-resource";
 
 export interface RemoteFileState {
   readonly host: string;
@@ -109,7 +109,7 @@ export interface RemoteFileArgs {
   /** A name for the host in messages, e.g. the node name. */
   readonly hostName: string;
   readonly ssh: SshEndpoint;
-  readonly sshPrivateKey: pulumi.Input<string>;
+  readonly sshPrivateKey: SshKey;
   /** Absolute path on the host. */
   readonly path: string;
   readonly content: pulumi.Input<string>;

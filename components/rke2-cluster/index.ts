@@ -25,7 +25,7 @@ import {
 } from "../model";
 import { scriptRef } from "../assets";
 import { desiredManagedKeys, withoutToken } from "./config-adoption";
-import { HostStepResource } from "../ssh/host-step-resource";
+import { HostStepResource, SshKey } from "../ssh/host-step-resource";
 import {
   registrationAddressMissingFromTlsSan,
   registrationAddressOf,
@@ -60,7 +60,7 @@ export interface Rke2ClusterArgs {
   readonly agents: readonly NodeSpec[];
   /** The join token; a Pulumi secret. */
   readonly token: pulumi.Input<string>;
-  readonly sshPrivateKey: pulumi.Input<string>;
+  readonly sshPrivateKey: SshKey;
   /** Extra kubelet args (cluster-dns for NodeLocalDNS in IPVS mode). */
   readonly kubeletArgs: readonly string[];
   /** Shell command that installs RKE2 when missing; INSTALL_RKE2_VERSION and _TYPE are set. */

@@ -1,7 +1,8 @@
 /**
  * The SSH key as configuration, kept out of each resource's state (scripts are kept out the
  * same way: ../assets.ts). A resource records the fingerprint of the key's public half; the
- * provider takes the private key from the stack's `sshPrivateKey`. Pulumi hands dynamic providers
+ * provider takes the private key from the stack's `sshPrivateKey`, or from the config key the
+ * resource names (`sshKeyConfig`) where the program keeps it under another. Pulumi hands dynamic providers
  * the whole stack configuration, secrets decrypted (pulumi/pulumi@v3.276.0
  * pkg/resource/deploy/target.go `GetPackageConfig`: "For dynamic providers, we always pass the
  * full configuration"), so the key is stored once, in the provider's entry, encrypted.
@@ -44,28 +45,32 @@ export function useStackConfig(get: (key: string) => string | undefined): void {
 /** The fields every host step's state carries for its key; older state holds the key itself. */
 export interface HostKeyState {
   readonly sshKeyFingerprint?: string;
+  /** The stack config key that holds the key, when it is not `sshPrivateKey`. */
+  readonly sshKeyConfig?: string;
   readonly sshPrivateKey?: string;
 }
 
 /**
- * The private key a step connects with: the stack's `sshPrivateKey`, when its public half has
- * the fingerprint the step was planned with. State written before fingerprints carries the key.
+ * The private key a step connects with: the stack config key the step names (`sshPrivateKey`
+ * unless the program keeps it under another), when its public half has the fingerprint the step
+ * was planned with. State written before fingerprints carries the key.
  */
 export function privateKeyFor(state: HostKeyState, owner: string): string {
   if (state.sshKeyFingerprint === undefined && state.sshPrivateKey !== undefined) {
     return state.sshPrivateKey;
   }
-  const key = configValue(SSH_KEY_CONFIG);
+  const name = state.sshKeyConfig ?? SSH_KEY_CONFIG;
+  const key = configValue(name);
   if (key === undefined || key === "") {
     throw new Error(
-      `${owner}: the stack sets no ${SSH_KEY_CONFIG}; set it with ` +
-        `\`pulumi config set --secret ${SSH_KEY_CONFIG} < <key file>\`.`,
+      `${owner}: the stack sets no ${name}; set it with ` +
+        `\`pulumi config set --secret ${name} < <key file>\`.`,
     );
   }
   const found = sshKeyFingerprint(key);
   if (found !== state.sshKeyFingerprint) {
     throw new Error(
-      `${owner}: the stack's ${SSH_KEY_CONFIG} has the fingerprint ${found}, this step was ` +
+      `${owner}: the stack's ${name} has the fingerprint ${found}, this step was ` +
         `planned with ${state.sshKeyFingerprint}; nothing ran on the host. Run preview again.`,
     );
   }

@@ -11,11 +11,35 @@ import { sshKeyFingerprint } from "./host-material";
 import { providerLoader } from "./provider-stub";
 import { pinnedEndpoint } from "./run-script";
 
+/**
+ * The SSH private key a step connects with, a secret: the stack's `sshPrivateKey`, or a key kept
+ * under another config key of the stack (`{ value, configKey: "myorg:sshKey" }`, where a program
+ * or Pulumi ESC keeps it). Only its fingerprint is recorded, with the config key's name when it is
+ * not `sshPrivateKey`: the provider reads the key from that config key when it connects.
+ */
+export type SshKey = pulumi.Input<string> | ConfiguredSshKey;
+
+/** A key kept under another stack config key than `sshPrivateKey`. */
+export interface ConfiguredSshKey {
+  readonly value: pulumi.Input<string>;
+  /** The full config key (`myorg:sshKey`). */
+  readonly configKey: string;
+}
+
+function isConfiguredKey(key: SshKey): key is ConfiguredSshKey {
+  return typeof key === "object" && key !== null && "configKey" in key;
+}
+
+function keyParts(key: SshKey): { value: pulumi.Input<string>; configKey?: string } {
+  if (isConfiguredKey(key)) return { value: key.value, configKey: key.configKey };
+  return { value: key as pulumi.Input<string> };
+}
+
 /** Where a step runs and what it runs. */
 export interface HostStepTarget {
   readonly ssh: SshEndpoint;
-  /** The stack's `sshPrivateKey`; only its fingerprint is recorded. */
-  readonly sshPrivateKey: pulumi.Input<string>;
+  /** The key the step connects with; only its fingerprint (and config key) is recorded. */
+  readonly sshPrivateKey: SshKey;
   /** The step's script reference (`scriptRef`), as input `script`; a step whose script has
    * another name (the cluster wait's `checkScript`) passes it among its own inputs. */
   readonly script?: string;
@@ -65,7 +89,10 @@ export class HostStepResource extends HostProviderResource {
       name,
       {
         connection: pinnedEndpoint(target.ssh),
-        sshKeyFingerprint: keyFingerprint(target.sshPrivateKey),
+        sshKeyFingerprint: keyFingerprint(keyParts(target.sshPrivateKey).value),
+        ...(keyParts(target.sshPrivateKey).configKey === undefined
+          ? {}
+          : { sshKeyConfig: keyParts(target.sshPrivateKey).configKey }),
         ...(target.script === undefined ? {} : { script: target.script }),
         ...props,
       },

@@ -7,7 +7,7 @@
  *
  *   pulumi config set server '{"name": "rke2-1", "ip": "192.168.122.20", "hostKey": "ssh-ed25519 AAAA..."}'
  *   pulumi config set --path 'upstreamResolvers[0]' 192.168.122.1
- *   pulumi config set --secret sshPrivateKey < ~/.ssh/id_ed25519
+ *   pulumi config set --secret opsSshKey < ~/.ssh/id_ed25519
  */
 import * as pulumi from "@pulumi/pulumi";
 import { Rke2Estate } from "rke2-remediation";
@@ -33,8 +33,10 @@ const estate = new Rke2Estate("one-server", {
       upstreamResolvers: config.requireObject<string[]>("upstreamResolvers"),
     },
   },
-  // The host steps' provider reads this same stack secret when it connects.
-  sshPrivateKey: config.requireSecret("sshPrivateKey"),
+  // The program keeps its key under a name of its own; the host steps' provider reads this same
+  // stack secret when it connects (a refresh or destroy runs no program), so it is named here.
+  sshPrivateKey: config.requireSecret("opsSshKey"),
+  sshPrivateKeyConfig: "opsSshKey",
 });
 
 export const preparedNodes = estate.outputs.preparedNodes;

@@ -34,6 +34,32 @@ async function refusal(settings: EstateSettings): Promise<string> {
 }
 
 describe("Rke2Estate", () => {
+  it("names the config key a program keeps its SSH key under in every host step, and none by default", async () => {
+    const withKey = (sshPrivateKeyConfig?: string) =>
+      recordProgram("one-server", "test", () => {
+        new Rke2Estate("lab", {
+          settings: labRawConfig().values,
+          sshPrivateKey: TEST_SECRETS.sshPrivateKey!,
+          ...(sshPrivateKeyConfig === undefined ? {} : { sshPrivateKeyConfig }),
+          rke2Token: TEST_SECRETS.rke2Token,
+        });
+      });
+    const steps = (rs: RecordedResource[]) =>
+      rs.filter((r) => typeof r.inputs.sshKeyFingerprint === "string");
+    const moved = steps(await withKey("myorg:sshKey"));
+    assert.ok(moved.length > 10, `${moved.length} host steps`);
+    for (const r of moved) assert.equal(r.inputs.sshKeyConfig, "myorg:sshKey", r.name);
+    // A name without a namespace is the program's project's, as the providers' reader takes it.
+    for (const r of steps(await withKey("opsKey"))) {
+      assert.equal(r.inputs.sshKeyConfig, "one-server:opsKey", r.name);
+    }
+    for (const name of [undefined, "sshPrivateKey", "one-server:sshPrivateKey"]) {
+      for (const r of steps(await withKey(name))) {
+        assert.equal("sshKeyConfig" in r.inputs, false, `${String(name)}: ${r.name}`);
+      }
+    }
+  });
+
   it("declares the stack-config program's resources, each under the estate's name", async () => {
     const program = await recordProgram("rke2-remediation", "lab", () => {
       deployEnvironment(labModel(), TEST_SECRETS);

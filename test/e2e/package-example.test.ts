@@ -63,6 +63,59 @@ describe("examples/one-server, a program of its own that installs the package fr
     assert.equal(r.status, 0, r.stdout + r.stderr);
   });
 
+  it("compiles the README's programs as written, against the package", () => {
+    const readme = fs.readFileSync(path.join(REPO, "README.md"), "utf8");
+    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
+      .map((m) => m[1])
+      .filter((code) => code.includes('from "rke2-remediation"'));
+    assert.equal(blocks.length, 2, "README.md's programs that import the package");
+    const files = blocks.map((code, i) => {
+      fs.writeFileSync(path.join(program, `readme-${i}.ts`), code);
+      return `readme-${i}.ts`;
+    });
+    const tsconfig = JSON.parse(fs.readFileSync(path.join(program, "tsconfig.json"), "utf8")) as {
+      files: string[];
+    };
+    fs.writeFileSync(
+      path.join(program, "tsconfig.readme.json"),
+      JSON.stringify({ ...tsconfig, files }),
+    );
+    const r = spawnSync(
+      path.join(program, "node_modules", ".bin", "tsc"),
+      ["-p", path.join(program, "tsconfig.readme.json")],
+      { encoding: "utf8" },
+    );
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+  });
+
+  it("resolves rke2-remediation/components under moduleResolution node as under node16", () => {
+    fs.writeFileSync(
+      path.join(program, "components-import.ts"),
+      'import { NodePreparation } from "rke2-remediation/components";\nexport const kind = NodePreparation.name;\n',
+    );
+    const tsconfig = JSON.parse(fs.readFileSync(path.join(program, "tsconfig.json"), "utf8")) as {
+      compilerOptions: Record<string, unknown>;
+    };
+    for (const [module, moduleResolution] of [
+      ["commonjs", "node"],
+      ["node16", "node16"],
+    ]) {
+      const file = path.join(program, `tsconfig.${moduleResolution}.json`);
+      fs.writeFileSync(
+        file,
+        JSON.stringify({
+          ...tsconfig,
+          compilerOptions: { ...tsconfig.compilerOptions, module, moduleResolution },
+          files: ["components-import.ts"],
+        }),
+      );
+      const r = spawnSync(path.join(program, "node_modules", ".bin", "tsc"), ["-p", file], {
+        encoding: "utf8",
+      });
+      assert.equal(r.status, 0, `${moduleResolution}: ${r.stdout}${r.stderr}`);
+    }
+  });
+
   it("previews a lab server's preparation and DNS fix through the package's own providers", () => {
     const run = (args: string[], input?: string) => {
       const r = pulumiIn(program, STACK, args, input);
@@ -81,11 +134,20 @@ describe("examples/one-server, a program of its own that installs the package fr
     };
     run(["config", "set", "server", JSON.stringify(server)]);
     run(["config", "set", "--path", "upstreamResolvers[0]", "192.168.122.1"]);
-    run(["config", "set", "--secret", "sshPrivateKey"], operatorKey());
+    // The program keeps its key under a config key of its own (sshPrivateKeyConfig).
+    run(["config", "set", "--secret", "opsSshKey"], operatorKey());
     const out = run(["preview", "--json"]);
     const plan = JSON.parse(out.slice(out.indexOf("{"), out.lastIndexOf("}") + 1)) as {
-      steps: { op: string; urn: string }[];
+      steps: { op: string; urn: string; newState?: { inputs?: Record<string, unknown> } }[];
     };
+    // Every host step names the config key the provider reads the program's key from, and keeps
+    // only the key's fingerprint.
+    const hostSteps = plan.steps.filter((s) => s.newState?.inputs?.sshKeyFingerprint);
+    assert.ok(hostSteps.length >= 3, `${hostSteps.length} host steps`);
+    for (const step of hostSteps) {
+      assert.equal(step.newState?.inputs?.sshKeyConfig, "one-server:opsSshKey", step.urn);
+      assert.equal(JSON.stringify(step.newState).includes("PRIVATE KEY"), false, step.urn);
+    }
     // urn:pulumi:<stack>::<project>::<parent types $ ... $ type>::<name>
     const planned = plan.steps.map((step) => {
       const [, , types, name] = step.urn.split("::");

@@ -16,7 +16,10 @@ import {
   upstreamPreflightProvider,
   UpstreamPreflightState,
 } from "../../components/cluster-dns/preflight";
-import { nodeConnection, nodeFile, stepKey } from "./lab";
+// The SDK's own reader of the configuration the engine hands dynamic providers.
+import { Config } from "@pulumi/pulumi/cmd/dynamic-provider/config";
+import { hostProvider } from "../../components/host-providers";
+import { nodeConnection, nodeFile, operatorKey, stepKey } from "./lab";
 
 const NODE = 20;
 
@@ -103,6 +106,21 @@ describe("cluster DNS delivery and upstream preflight (lab hosts)", function () 
   it("passes an upstream that answers a random in-addr.arpa HINFO query", async () => {
     const { outs } = await upstreamPreflightProvider.create!(preflight(["192.168.122.1"]));
     assert.deepEqual((outs as UpstreamPreflightState).silent, []);
+  });
+
+  it("connects with a key the stack keeps under another config key, read as the dynamic-provider process reads config", async () => {
+    const provider = hostProvider("upstreamPreflight");
+    const state = { ...preflight(["192.168.122.1"]), sshKeyConfig: "myorg:sshKey" };
+    await provider.configure({
+      config: new Config({ "myorg:sshKey": operatorKey() }, "one-server"),
+    } as never);
+    const { outs } = await provider.create(state);
+    assert.deepEqual((outs as UpstreamPreflightState).silent, []);
+    // The project's sshPrivateKey is not where this step reads its key.
+    await provider.configure({
+      config: new Config({ "one-server:sshPrivateKey": operatorKey() }, "one-server"),
+    });
+    await assert.rejects(provider.create(state), /the stack sets no myorg:sshKey/);
   });
 
   it("fails on an upstream that stays silent, naming it and seed 004", async () => {

@@ -6,8 +6,8 @@
  * and `steps`. The actions it uses are the lab's: `actions/checkout` is the working tree given,
  * `actions/setup-node` the Node.js running this, whose major must be the `node-version` asked
  * (with `cache: npm`, this machine's npm cache, which later steps' npm then reads offline: the
- * lab's operator namespace reaches no registry), and `pulumi/actions` the Pulumi CLI on PATH,
- * whose version must be the one the step pins. Any other action fails the run, so a workflow
+ * lab's operator namespace reaches no registry), `actions/cache` a cache never filled (a miss),
+ * and `pulumi/actions` the Pulumi CLI on PATH, whose version must be the one the step pins. Any other action fails the run, so a workflow
  * cannot gain a step this runner skips.
  *
  * Expressions: property access, `fromJSON(...)`, string literals and `||`, the forms the
@@ -176,6 +176,11 @@ function useAction(
       out: `${action}: node ${process.version}${cached ? ", npm cache of this machine" : ""}`,
       ...(cached ? { env: { npm_config_offline: "true" } } : {}),
     };
+  }
+  // A cache the runner has never filled: it restores nothing and what the job writes is not
+  // kept, as on a repository's first run.
+  if (/^actions\/cache@/.test(action)) {
+    return { status: 0, out: `${action}: ${String(step.with?.path ?? "")}: no cache (a miss)` };
   }
   if (/^pulumi\/actions@/.test(action)) {
     const wanted = step.with?.["pulumi-version"];

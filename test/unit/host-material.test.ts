@@ -94,6 +94,28 @@ describe("host material kept out of state", () => {
       );
     });
 
+    it("is read from the config key the step names, where the program keeps it under another", () => {
+      useStackConfig((name) => (name === "myorg:sshKey" ? key : undefined));
+      assert.equal(
+        privateKeyFor({ sshKeyFingerprint: fingerprint, sshKeyConfig: "myorg:sshKey" }, "node n1"),
+        key,
+      );
+      // Not from the default key, which this stack does not set.
+      assert.throws(
+        () => privateKeyFor({ sshKeyFingerprint: fingerprint }, "node n1"),
+        /node n1: the stack sets no sshPrivateKey/,
+      );
+      useStackConfig(() => undefined);
+      assert.throws(
+        () =>
+          privateKeyFor(
+            { sshKeyFingerprint: fingerprint, sshKeyConfig: "myorg:sshKey" },
+            "node n1",
+          ),
+        /node n1: the stack sets no myorg:sshKey; set it with `pulumi config set --secret myorg:sshKey < <key file>`/,
+      );
+    });
+
     it("older state that holds the key itself still connects with it", () => {
       useStackConfig(() => undefined);
       assert.equal(privateKeyFor({ sshPrivateKey: key }, "node n1"), key);
@@ -155,6 +177,14 @@ describe("host material kept out of state", () => {
       const { state, older } = upgradeState(olds, news);
       assert.ok(older);
       assert.deepEqual(state, { node: "n1", script: ref, sshKeyFingerprint: fingerprint });
+    });
+
+    it("a key moved to another config key rewrites the state, without its host, and back", () => {
+      const moved = { ...news, sshKeyConfig: "myorg:sshKey" };
+      const there = upgradeState({ ...news, __provider: providerLoader("nodePreparation") }, moved);
+      assert.deepEqual([there.older, there.state.sshKeyConfig], [true, "myorg:sshKey"]);
+      const back = upgradeState({ ...moved, __provider: providerLoader("nodePreparation") }, news);
+      assert.deepEqual([back.older, "sshKeyConfig" in back.state], [true, false]);
     });
 
     it("a script whose text differs stays different, so the step still runs it", () => {

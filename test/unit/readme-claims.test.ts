@@ -49,3 +49,41 @@ describe("claims of README.md and docs/ about the shipped files", () => {
     assert.deepEqual(named, deps);
   });
 });
+
+describe("the provider plugins the README and the workflows install", () => {
+  const deps = (JSON.parse(read("package.json")) as { dependencies: Record<string, string> })
+    .dependencies;
+  const pinned = {
+    rancher2: `v${deps["@pulumi/rancher2"]}`,
+    kubernetes: `v${deps["@pulumi/kubernetes"]}`,
+  };
+
+  it("the README installs the versions package.json's SDKs ask for", () => {
+    for (const [name, version] of Object.entries(pinned)) {
+      assert.ok(
+        read("README.md").includes(`pulumi plugin install resource ${name} ${version}`),
+        `README.md does not install ${name} ${version}`,
+      );
+    }
+  });
+
+  for (const workflow of ["policy-preview.yml", "drift.yml"]) {
+    it(`${workflow} installs the same versions and caches them`, () => {
+      const text = read(`.github/workflows/${workflow}`);
+      const listed = /for plugin in (.*); do/.exec(text);
+      assert.ok(listed, `${workflow} installs no provider plugin`);
+      assert.deepEqual(
+        [...listed[1].matchAll(/"(\S+) (\S+)"/g)].map((m) => [m[1], m[2]]),
+        Object.entries(pinned),
+      );
+      assert.match(text, /uses: actions\/cache@v4\n\s+with:\n\s+path: ~\/\.pulumi\/plugins/);
+    });
+  }
+
+  it("policy-preview.yml creates a stack the pull request adds before it reads it", () => {
+    const text = read(".github/workflows/policy-preview.yml");
+    const create = text.indexOf('pulumi stack select --create "$STACK"');
+    assert.ok(create > 0, "no pulumi stack select --create");
+    assert.ok(create < text.indexOf("pulumi config get"), "the stack is read before it is created");
+  });
+});
