@@ -83,7 +83,11 @@ export function parseAgentCheck(stdout: string, host: string): AgentCheck {
   const m = /^lookup=(ok|failed|timeout|unavailable|skipped) (\S+) ?(.*)$/.exec(lookupLine ?? "");
   if (!m) throw new Error(`${host}: the cluster agent check printed no lookup result`);
   return {
-    logLines: lines.filter((l) => l.startsWith("agent-log: ")).map((l) => l.slice(11)),
+    // The agent logs the first half of the cluster's registration token on every attempt
+    // (rancher/rancher@v2.14.3 cmd/agent/main.go, "token starting with"); it goes no further.
+    logLines: lines
+      .filter((l) => l.startsWith("agent-log: "))
+      .map((l) => l.slice(11).replace(/(token starting with )[^\s"]+/g, "$1[secret]")),
     lookup: {
       result: m[1] as AgentCheck["lookup"]["result"],
       seconds: m[2],
@@ -269,19 +273,28 @@ async function machinesMissing(
   machines: readonly FollowedMachine[],
   io: ClusterWaitIo,
   secrets: readonly string[],
-): Promise<string[]> {
+): Promise<{ missing: string[]; failed: string[] }> {
   const rows = await Promise.all(
     machines.map(async (m) => {
       try {
         const progress = machineProgress(await io.fetchPlanSecret(m));
-        return progress.done ? "" : `${m.node}: ${progress.missing}`;
+        return {
+          missing: progress.done ? "" : `${m.node}: ${redact(progress.missing, secrets)}`,
+          failed: progress.failed ? `${m.node}: ${redact(progress.failed, secrets)}` : "",
+        };
       } catch (err) {
         const why = redact((err as Error).message, secrets);
-        return `${m.node}: its plan secret ${m.namespace}/${m.secretName} could not be read (${why})`;
+        return {
+          missing: `${m.node}: its plan secret ${m.namespace}/${m.secretName} could not be read (${why})`,
+          failed: "",
+        };
       }
     }),
   );
-  return rows.filter((r) => r !== "");
+  return {
+    missing: rows.map((r) => r.missing).filter((r) => r !== ""),
+    failed: rows.map((r) => r.failed).filter((r) => r !== ""),
+  };
 }
 
 /**
@@ -304,7 +317,14 @@ export async function waitForCluster(
   let diagnosis: string | undefined;
   for (;;) {
     const elapsed = Math.round((io.now() - started) / 1000);
-    const missing = await machinesMissing(machines, io, [state.apiToken]);
+    const { missing, failed } = await machinesMissing(machines, io, [state.apiToken]);
+    // Rancher has counted a plan as failed for good: waiting longer changes nothing.
+    if (failed.length > 0) {
+      throw new Error(
+        `${label}: ${failed.join("; ")}. Found ${elapsed} s into the wait. The nodes stay ` +
+          "registered; fix the cause and run pulumi up again.",
+      );
+    }
     let progress: ClusterProgress;
     try {
       progress = clusterProgress(await io.fetchCluster());

@@ -14,7 +14,13 @@
 #   INSECURE             true: fetch the installer with curl --insecure (the stack's opt-in)
 #   ROLE_FLAGS           e.g. "--etcd --controlplane"
 #   RANCHER_CA           Rancher's CA as the stack pins it (empty: none); it goes into the node's
-#                        trust anchors, since rancher-system-agent trusts the system store
+#                        trust anchors, for the installer's own curl calls (with
+#                        --ca-checksum it verifies /cacerts itself). rancher-system-agent does not
+#                        read the system store under strict verification (agent-tls-mode
+#                        strict, the default of a fresh Rancher v2.14, system-store kept on an
+#                        upgrade: rancher/rancher@v2.14.3 pkg/settings/setting.go): it trusts only
+#                        the CA in the kubeconfig of its connection info
+#                        (rancher/system-agent@v0.14.0 pkg/k8splan/watcher.go, start)
 #   RANCHER_HOST         Rancher's hostname, for the anchor's file name
 #   TIMEOUT_SECONDS      bound of the wait; POLL_SECONDS its pace
 # rancher/system-agent@v0.14.0:install.sh (the installer Rancher v2.14.3 ships) reads
@@ -138,10 +144,13 @@ run_installer() {
   # The installer Rancher serves assigns CATTLE_SERVER and CATTLE_CA_CHECKSUM itself, from its
   # own settings, before install.sh (rancher/rancher@v2.14.3 pkg/capr/installer/installer.go
   # LinuxInstallScript); install.sh's arguments come last and win, so the server and the checksum
-  # the stack pins go there (neither is a secret). The token stays in the environment.
+  # the stack pins go there (neither is a secret). The token stays in the environment. The label
+  # is the one Rancher's node command carries (rancher/rancher@v2.14.3
+  # pkg/controllers/dashboard/clusterregistrationtoken/status.go, provisioningV2NodeCommandFormat:
+  # --label 'cattle.io/os=linux'); install.sh sends it to Rancher as X-Cattle-Labels.
   # shellcheck disable=SC2016 # expanded by the inner bash, from the environment
   INSTALLER_URL="$INSTALLER_URL" ROLE_FLAGS="$ROLE_FLAGS" setsid bash -c \
-    'set -o pipefail; curl "$@" "$INSTALLER_URL" | sh -s - $ROLE_FLAGS --server "$CATTLE_SERVER" ${CATTLE_CA_CHECKSUM:+--ca-checksum "$CATTLE_CA_CHECKSUM"}' \
+    'set -o pipefail; curl "$@" "$INSTALLER_URL" | sh -s - $ROLE_FLAGS --server "$CATTLE_SERVER" --label "cattle.io/os=linux" ${CATTLE_CA_CHECKSUM:+--ca-checksum "$CATTLE_CA_CHECKSUM"}' \
     installer "$@" >"$fifo" 2>&1 &
   installer=$!
   while IFS= read -r line; do

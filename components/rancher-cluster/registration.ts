@@ -276,5 +276,27 @@ export function checkNodeCommand(
 export function redact(text: string, secrets: readonly (string | undefined)[]): string {
   return secrets
     .filter((s): s is string => typeof s === "string" && s.length >= 4)
-    .reduce((t, s) => t.split(s).join("[secret]"), text);
+    .reduce((t, s) => withoutPrefixes(t.split(s).join("[secret]"), s), text);
+}
+
+/** The shortest start of a secret that is taken for the secret (Rancher's agent logs half). */
+const SECRET_PREFIX = 8;
+
+/**
+ * `text` with every run that starts a secret for SECRET_PREFIX characters or more replaced: the
+ * cluster agent logs the first half of its token (rancher/rancher@v2.14.3 cmd/agent/main.go,
+ * "token starting with"), and a prefix tells an attacker that much of the token.
+ */
+function withoutPrefixes(text: string, secret: string): string {
+  if (secret.length < SECRET_PREFIX) return text;
+  const start = secret.slice(0, SECRET_PREFIX);
+  let out = "";
+  let from = 0;
+  for (let at = text.indexOf(start); at >= 0; at = text.indexOf(start, from)) {
+    let end = at + SECRET_PREFIX;
+    while (end < text.length && end - at < secret.length && text[end] === secret[end - at]) end++;
+    out += `${text.slice(from, at)}[secret]`;
+    from = end;
+  }
+  return out + text.slice(from);
 }

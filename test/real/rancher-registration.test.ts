@@ -575,5 +575,16 @@ describe("pulumi up registers uat1 with the Rancher stand-in", function () {
       members.stdout,
       /sza122031\.local-[0-9a-f]{8}, http:\/\/192\.168\.122\.31:2380, .*, false/,
     );
+    // Each machine registered with the label Rancher's node command carries.
+    const registered = (
+      JSON.parse(fs.readFileSync(path.join(LAB_DIR, "rancher", "clusters.json"), "utf8")) as {
+        name: string;
+        machines: { nodeName: string; labels?: string }[];
+      }[]
+    ).find((c) => c.name === "uat1");
+    assert.ok(registered && registered.machines.length >= 2);
+    for (const m of registered.machines) {
+      assert.equal(m.labels, "cattle.io/os=linux", m.nodeName);
+    }
   });
 });

@@ -1,5 +1,6 @@
 import * as assert from "assert/strict";
 import { createHash } from "crypto";
+import { gzipSync } from "zlib";
 import {
   clusterProgress,
   ClusterWaitIo,
@@ -197,13 +198,65 @@ describe("Rancher cluster wait", () => {
           "failed-checksum": checksum,
           "failure-count": "3",
         });
-        assert.match(machineProgress(failed).missing, /failed to apply the plan \(3 failures/);
+        assert.match(
+          machineProgress(failed).missing,
+          /failed to apply the plan \(3 failure\(s\); it retries/,
+        );
         // A probe of the plan without a status yet is not healthy.
         const noStatus = secret({ plan: planText, "applied-checksum": checksum });
         assert.equal(machineProgress(noStatus).missing, "probes not healthy yet: calico, kubelet");
         assert.deepEqual(machineProgress(applied({ kubelet: true, calico: true })), {
           done: true,
           missing: "",
+        });
+      });
+
+      describe("a failed plan", () => {
+        /** failed-output as the agent writes it: gzip of a JSON map of instruction name to bytes. */
+        const failedOutput = (outputs: Record<string, string>) =>
+          gzipSync(
+            JSON.stringify(
+              Object.fromEntries(
+                Object.entries(outputs).map(([k, v]) => [k, Buffer.from(v).toString("base64")]),
+              ),
+            ),
+          ).toString("base64");
+        const failedPlan = (count: string, max?: string, output?: string) => ({
+          data: {
+            plan: b64(planText),
+            "failed-checksum": b64(checksum),
+            "failure-count": b64(count),
+            ...(max === undefined ? {} : { "max-failures": b64(max) }),
+            ...(output === undefined ? {} : { "failed-output": output }),
+          },
+        });
+
+        it("that Rancher still retries keeps the wait going, saying so", () => {
+          const p = machineProgress(failedPlan("1", "3"));
+          assert.equal(p.failed, undefined);
+          assert.match(
+            p.missing,
+            /failed to apply the plan \(1 failure\(s\) of 3 allowed; it retries after 30 s/,
+          );
+          // Without max-failures Rancher never counts it as failed (plansecret.go).
+          assert.equal(machineProgress(failedPlan("4")).failed, undefined);
+        });
+
+        it("ends the wait at once when Rancher counts it failed, naming the machine and the instruction's output", async () => {
+          const output = failedOutput({
+            "install-rke2": "fetching rke2\ncurl: (6) Could not resolve host: registry.invalid\n",
+          });
+          const sim = simulated([active], "", [failedPlan("3", "3", output)]);
+          await assert.rejects(waitForCluster(followed, sim.io), (err: Error) => {
+            assert.match(
+              err.message,
+              /^cluster uat1 \(after workers\): sza122032\.local: its agent failed to apply Rancher's plan 3 time\(s\), the planner's limit \(max-failures 3\): Rancher marks the machine's plan as failed and retries no more \(install-rke2: fetching rke2 \| curl: \(6\) Could not resolve host: registry\.invalid\); see journalctl -u rancher-system-agent/,
+            );
+            assert.match(err.message, /Found 0 s into the wait/);
+            return true;
+          });
+          // max-failures -1: the first failure is the last (plansecret.go).
+          assert.ok(machineProgress(failedPlan("1", "-1")).failed?.includes("allows no failure"));
         });
       });
 
@@ -238,6 +291,15 @@ describe("Rancher cluster wait", () => {
       'agent-log: 2026-11-30T01:02:03Z stderr F level=error msg="Failed to connect to proxy" error="dial tcp: lookup ai-ear.cn on 10.43.0.10:53: read udp 10.42.0.5:43210->10.43.0.10:53: i/o timeout"',
       "lookup=timeout 20.0",
     ].join("\n");
+
+    it("keeps the half of the registration token the agent logs out of everything it reads", () => {
+      const line =
+        'agent-log: 2026-11-30T01:02:03Z stderr F level=info msg="Connecting to wss://ai-ear.cn/v3/connect/register with token starting with 7xk2p9qrm4"';
+      const check = parseAgentCheck(`${line}\nlookup=ok 0.1 192.168.122.20`, "n31");
+      assert.deepEqual(check.logLines, [
+        '2026-11-30T01:02:03Z stderr F level=info msg="Connecting to wss://ai-ear.cn/v3/connect/register with token starting with [secret]"',
+      ]);
+    });
 
     it("names seed 000's cause from the agent's failed lookup and the pod-like lookup", () => {
       const d = diagnoseClusterAgent(parseAgentCheck(seed000, "n31"), context);

@@ -213,5 +213,16 @@ describe("Rancher registration", () => {
     it("redacts every occurrence of a secret", () => {
       assert.equal(redact(`a ${TOKEN} b ${TOKEN}`, [TOKEN]), "a [secret] b [secret]");
     });
+
+    it("redacts any start of a secret of 8 characters or more, as the cluster agent logs half", () => {
+      const half = TOKEN.slice(0, TOKEN.length / 2);
+      assert.equal(
+        redact(`with token starting with ${half}`, [TOKEN]),
+        "with token starting with [secret]",
+      );
+      assert.equal(redact(`x${TOKEN.slice(0, 8)}y`, [TOKEN]), "x[secret]y");
+      // Seven characters tell too little to be taken for the token.
+      assert.equal(redact(`x${TOKEN.slice(0, 7)}y`, [TOKEN]), `x${TOKEN.slice(0, 7)}y`);
+    });
   });
 });

@@ -96,7 +96,7 @@ function post(
         servername: host,
         port: 443,
         path: route,
-        method: route === "/cacerts" ? "GET" : "POST",
+        method: route === "/v3/settings/cacerts" ? "GET" : "POST",
         headers,
         ca,
         rejectUnauthorized: ca !== undefined,
@@ -136,9 +136,21 @@ async function connect(pod: Pod, manifest: Manifest): Promise<void> {
   }
   for (const address of found.addresses) {
     try {
-      const cacerts = await post(address, server.hostname, "/cacerts", {});
-      const checksum = createHash("sha256").update(cacerts.body).digest("hex");
+      // run.sh takes the cacerts setting's value as `jq -r` prints it (the value and a newline)
+      // and hashes that file (rancher/rancher@v2.14.3 package/run.sh).
+      const setting = await post(address, server.hostname, "/v3/settings/cacerts", {});
+      const value = (JSON.parse(setting.body) as { value?: string }).value ?? "";
+      const cacerts = { body: `${value}\n` };
       const expected = manifest.env.CATTLE_CA_CHECKSUM;
+      if (expected && value === "") {
+        log(
+          pod,
+          "error",
+          `The environment variable CATTLE_CA_CHECKSUM is set but there is no CA certificate configured at ${server.origin}/v3/settings/cacerts`,
+        );
+        return;
+      }
+      const checksum = createHash("sha256").update(cacerts.body).digest("hex");
       if (expected && checksum !== expected) {
         log(
           pod,

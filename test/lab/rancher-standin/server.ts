@@ -97,6 +97,12 @@ interface Machine {
   plan?: NodePlan;
   planChecksum?: string;
   appliedChecksum?: string;
+  /**
+   * The labels install.sh sent with the registration (`X-Cattle-Labels`, its `--label`
+   * arguments joined by commas: rancher/system-agent@v0.14.0 install.sh parse_args and the
+   * /v3/connect/agent request), as given.
+   */
+  labels?: string;
   /** The agent's `probe-statuses` (rancher/system-agent@v0.14.0 pkg/prober/prober.go). */
   probes?: Record<string, { healthy?: boolean }>;
   joinUrl?: string;
@@ -521,6 +527,10 @@ function handle(
   if (method === "GET" && (route === "/healthz" || route === "/ping"))
     return reply(200, route === "/ping" ? "pong" : "ok", "text/plain");
   if (method === "GET" && route === "/cacerts") return reply(200, servedCacerts(), "text/plain");
+  // The setting itself, as the v3 API shows it without a login (what the cluster agent's run.sh
+  // reads: rancher/rancher@v2.14.3 package/run.sh, `/v3/settings/cacerts | jq -r '.value'`).
+  if (method === "GET" && route === "/v3/settings/cacerts")
+    return reply(200, { type: "setting", id: "cacerts", name: "cacerts", value: cacertsSetting });
   if (method === "GET" && route === "/system-agent-install.sh")
     return reply(200, servedInstaller(), "text/plain");
   if (method === "GET" && route === "/assets/rancher-system-agent-amd64")
@@ -549,6 +559,7 @@ function handle(
           worker: yes("x-cattle-role-worker"),
         },
         planToken: randomBytes(24).toString("hex"),
+        labels: String(headers["x-cattle-labels"] ?? ""),
       };
       c.machines.push(m);
     }
