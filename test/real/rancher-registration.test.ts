@@ -440,6 +440,16 @@ describe("a registration that cannot succeed fails within a minute, naming why",
   });
 });
 
+/** The first run of 8 characters of any of `secrets` that `text` holds, or undefined. */
+function sliceOf(secrets: readonly string[], text: string): string | undefined {
+  for (const secret of secrets) {
+    for (let i = 0; i + 8 <= secret.length; i++) {
+      if (text.includes(secret.slice(i, i + 8))) return `${secret.slice(i, i + 8).slice(0, 2)}...`;
+    }
+  }
+  return undefined;
+}
+
 /** Every distinct command line on the machine, sampled while `done` is pending. */
 async function sampleCommandLines(done: Promise<unknown>): Promise<Set<string>> {
   const seen = new Set<string>();
@@ -539,6 +549,22 @@ describe("pulumi up registers uat1 with the Rancher stand-in", function () {
     const token = cluster.registrationToken.token;
     assert.ok(!r.out.includes(token), "the registration token is in pulumi's output");
     assert.ok(!r.out.includes(token.slice(0, token.length / 2)), "half the token is in the output");
+    // No 8 characters of either token anywhere in what the product printed or wrote: pulumi's
+    // output and errors, and the stack's state (its secrets are ciphertext there).
+    // (An API token is `<name>:<secret>`; its name is public, as Rancher shows it.)
+    const apiSecret = API_TOKEN.slice(API_TOKEN.indexOf(":") + 1);
+    const state = fs
+      .readdirSync(path.join(LAB_DIR, "state"), { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith(".json"))
+      .map((f) => fs.readFileSync(path.join(LAB_DIR, "state", f), "utf8"))
+      .join("\n");
+    for (const [what, text] of [
+      ["pulumi's output", r.out],
+      ["the stack's state", state],
+    ] as const) {
+      assert.equal(sliceOf([token, apiSecret], text), undefined, `a token's slice is in ${what}`);
+    }
     // Seed 000's symptom: the worker registered but got no plan.
     assert.equal(unitState(WORKER, "rancher-system-agent.service").active, true);
     assert.equal(unitState(WORKER, "rke2-agent.service").active, false);

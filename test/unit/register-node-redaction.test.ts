@@ -105,9 +105,12 @@ describe("register-node.sh when the agent installer fails", function () {
     );
   });
 
-  it("gives install.sh the pinned server and checksum as arguments, which beat the installer's own assignments", () => {
+  it("gives install.sh the pinned server and checksum as arguments, which beat the installer's own assignments, and Rancher's label", () => {
     const r = register('echo "args: $*"\nexit 1\n');
-    assert.match(r.stderr, /installer: args: --worker --server https:\/\/ai-ear\.cn$/m);
+    assert.match(
+      r.stderr,
+      /installer: args: --worker --server https:\/\/ai-ear\.cn --label cattle\.io\/os=linux$/m,
+    );
   });
 
   const retrying = (line: string) =>
