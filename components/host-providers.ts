@@ -22,6 +22,7 @@ const PROVIDERS = {
   remoteFile: () => require("./remote-file").remoteFileProvider,
   upstreamPreflight: () => require("./cluster-dns/preflight").upstreamPreflightProvider,
   sshEgressCheck: () => require("./cluster-dns/egress-check-provider").sshEgressCheckProvider,
+  manifestCheck: () => require("./cluster-dns/manifest-check-provider").manifestCheckProvider,
   kubeEgressCheck: () => require("./cluster-dns/egress-check-provider").kubeEgressCheckProvider,
   nodeStart: () => require("./rke2-cluster/provider").nodeStartProvider,
   joinGate: () => require("./rke2-cluster/provider").joinGateProvider,

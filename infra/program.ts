@@ -290,7 +290,7 @@ function deliverManagementClusterDns(
             ? {}
             : { live: liveHelmChartConfig(secrets.kubeconfig ?? "", model.management.name) }),
         }
-      : { kind: "serverManifest", server: firstServer, sshPrivateKey };
+      : { kind: "serverManifest", server: firstServer, servers: serversOf(model), sshPrivateKey };
   const fix = new ClusterDns(
     nameIn(scope, `dns-${model.management.name}`),
     { cluster: model.management, dns: model.dns, delivery },

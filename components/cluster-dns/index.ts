@@ -36,6 +36,7 @@ import {
   parseValuesContent,
 } from "./kept-values";
 import { LiveHelmChartConfig, readHelmChartConfig } from "./kube-api";
+import { manifestCheck } from "./manifest-check-provider";
 import {
   ANNOTATIONS,
   dnsEgressNetworkPolicyObject,
@@ -63,7 +64,10 @@ export type DnsDelivery =
     }
   | {
       readonly kind: "serverManifest";
+      /** The server the manifest is written to (the first). */
       readonly server: NodeSpec;
+      /** Every server of the cluster, each checked for a manifest of its own that defines the fix's object. */
+      readonly servers: readonly NodeSpec[];
       readonly sshPrivateKey: SshKey;
     }
   | { readonly kind: "rancherChartValues" };
@@ -221,6 +225,16 @@ export class ClusterDns extends pulumi.ComponentResource {
                   { parent: this },
                 ),
               ];
+        // Every server applies its own manifests directory (manifest-conflicts.ts).
+        const conflictChecks = delivery.servers.map((server) =>
+          manifestCheck(
+            `${name}-manifest-check-${server.name}`,
+            server,
+            delivery.sshPrivateKey,
+            server.name === delivery.server.name ? DNS_MANIFEST_PATH : undefined,
+            { parent: this },
+          ),
+        );
         // Retained: removing the manifest would not undo the fix, and a later server start
         // must still find it.
         new RemoteFile(
@@ -237,7 +251,7 @@ export class ClusterDns extends pulumi.ComponentResource {
             // may set in config.yaml, a drop-in or its environment.
             underRke2DataDir: true,
           },
-          { parent: this, dependsOn: check },
+          { parent: this, dependsOn: [...check, ...conflictChecks] },
         );
         break;
       }

@@ -26,6 +26,8 @@ export const UPSTREAM_PREFLIGHT = dynamicResourceType("dns", "UpstreamPreflight"
 /** The live check before the DNS egress NetworkPolicies: through the API, or over SSH. */
 export const DNS_EGRESS_CHECK = dynamicResourceType("dns", "EgressIsolationCheck");
 export const DNS_EGRESS_SSH_CHECK = dynamicResourceType("dns", "EgressIsolationCheckOnServer");
+/** The check that no other manifest on a server defines what the DNS fix's manifest does. */
+export const DNS_MANIFEST_CHECK = dynamicResourceType("dns", "ManifestConflictCheck");
 export const RKE2_NODE_START = dynamicResourceType("rke2", "NodeStart");
 export const RKE2_JOIN_GATE = dynamicResourceType("rke2", "JoinGate");
 /** The read of the first server's admin kubeconfig, for the stack output. */
@@ -53,6 +55,7 @@ export const SSH_RESOURCE_TYPES: readonly string[] = [
   REMOTE_FILE.token,
   UPSTREAM_PREFLIGHT.token,
   DNS_EGRESS_SSH_CHECK.token,
+  DNS_MANIFEST_CHECK.token,
   RKE2_NODE_START.token,
   RKE2_JOIN_GATE.token,
   RKE2_KUBECONFIG.token,

@@ -6,7 +6,7 @@ import * as YAML from "yaml";
 import { ClusterDns } from "../../components/cluster-dns";
 import { OPERATOR_VALUES_ANNOTATION } from "../../components/cluster-dns/kept-values";
 import { recordProgram } from "../../infra/mock-runtime";
-import { EnvironmentModel, RecordedResource } from "../../components/model";
+import { EnvironmentModel, RecordedResource, serversOf } from "../../components/model";
 import { estateModel } from "../support/lab-stack";
 import { resourcesOf } from "../support/program";
 import { PROVIDER_STUB_MARKER } from "../../components/host-providers";
@@ -138,6 +138,18 @@ describe("program (Pulumi mocks)", function () {
       [...manifest.dependencies, ...(file?.dependencies ?? [])].includes(check.urn),
       "the manifest does not wait for the check",
     );
+    // ... and after every server's check that no manifest of its own defines the same object.
+    const conflictChecks = ofType("pulumi-nodejs:dynamic/dns:ManifestConflictCheck");
+    const servers = serversOf(model);
+    assert.deepEqual(
+      conflictChecks.map((c) => [c.inputs.node, c.inputs.own]),
+      servers.map((n, i) => [n.name, i === 0 ? manifest.inputs.path : ""]),
+    );
+    for (const conflictCheck of conflictChecks)
+      assert.ok(
+        [...manifest.dependencies, ...(file?.dependencies ?? [])].includes(conflictCheck.urn),
+        `the manifest does not wait for ${String(conflictCheck.inputs.node)}'s manifest check`,
+      );
     const component = resources.find(
       (r) => r.type === "rke2remediation:dns:ClusterDns" && r.name === "dns-management",
     )!;
