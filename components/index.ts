@@ -15,6 +15,7 @@ export {
   NodePreparation,
   type NodePreparationArgs,
   nodesRequiringReboot,
+  NodePortsPreflight,
   ServerPortsPreflight,
   renderUnmanagedDevicesConfig,
 } from "./node-preparation";

@@ -13,12 +13,16 @@ import { dnsKubeletArgs } from "../components/cluster-dns/values";
 import { Rke2Cluster, Rke2ClusterNode } from "../components/rke2-cluster";
 import { DnsHostRecord, LibvirtDnsRecords } from "../components/libvirt-dns";
 import {
+  NodePortsPreflight,
   NodePreparation,
   nodesRequiringReboot,
+  runsRke2Server,
   ServerPortsPreflight,
+  tcpPortsToPeer,
 } from "../components/node-preparation";
 import { RancherDownstreamCluster } from "../components/rancher-cluster";
 import {
+  ClusterSettings,
   EnvironmentModel,
   MANAGEMENT_CLUSTER,
   nodesOfCluster,
@@ -205,14 +209,23 @@ function declareLibvirtDnsRecords(
 interface PreparedNodes {
   /** Each node's preparation, by node name, in the stack's node order. */
   readonly byNode: ReadonlyMap<string, NodePreparation>;
-  /** The server ports preflight on each management server (none with a single server). */
-  readonly portsPreflights: readonly ServerPortsPreflight[];
+  /**
+   * The ports preflights the management cluster's RKE2 waits for: each server's towards the
+   * other servers (none with a single server), or with firewalld kept every node's.
+   */
+  readonly portsPreflights: readonly pulumi.Resource[];
+  /** With firewalld kept: each node's ports preflight towards the peers of its cluster, by node name. */
+  readonly nodePreflights: ReadonlyMap<string, NodePortsPreflight>;
 }
 
-/** The preparation of one node, as a list to wait for (empty when nodes are not prepared). */
+/**
+ * The preparation of one node, as a list to wait for (empty when nodes are not prepared), with
+ * its own ports preflight when firewalld is kept.
+ */
 function preparationOf(prepared: PreparedNodes, node: string): pulumi.Resource[] {
   const preparation = prepared.byNode.get(node);
-  return preparation ? [preparation] : [];
+  const preflight = prepared.nodePreflights.get(node);
+  return [...(preparation ? [preparation] : []), ...(preflight ? [preflight] : [])];
 }
 
 /** Step 2: every node's preparation, then the server ports preflight between the servers. */
@@ -223,7 +236,8 @@ function prepareNodes(
 ): PreparedNodes {
   const { sshPrivateKey } = secrets;
   const byNode = new Map<string, NodePreparation>();
-  if (!model.deploy.nodePreparation) return { byNode, portsPreflights: [] };
+  if (!model.deploy.nodePreparation)
+    return { byNode, portsPreflights: [], nodePreflights: new Map() };
   const clusters = [model.management, ...(model.rancher?.downstreamClusters ?? [])];
   for (const node of model.nodes) {
     const cluster = clusters.find((c) => c.name === node.cluster) ?? model.management;
@@ -234,12 +248,21 @@ function prepareNodes(
         sshPrivateKey,
         unmanagedDevices: model.nodePreparation.unmanagedDevices,
         bringUpKubeIpvs: model.nodePreparation.bringUpKubeIpvs,
+        keepFirewalld: model.nodePreparation.firewalld === "keep",
         cni: cluster.cni,
         kubeProxyMode: cluster.kubeProxyMode,
       },
       optsIn(scope, {}),
     );
     byNode.set(node.name, preparation);
+  }
+  if (model.nodePreparation.firewalld === "keep") {
+    const nodePreflights = keptFirewallPreflights(model, clusters, byNode, sshPrivateKey, scope);
+    const management = serversOf(model).length > 0 ? model.management.name : undefined;
+    const portsPreflights = model.nodes
+      .filter((n) => n.cluster === management)
+      .map((n) => nodePreflights.get(n.name)!);
+    return { byNode, portsPreflights, nodePreflights };
   }
   // Live-state preflight: every server reaches every other one on the RKE2 ports.
   const servers = serversOf(model);
@@ -252,7 +275,47 @@ function prepareNodes(
         optsIn(scope, { dependsOn: serverPreparations }),
       ),
   );
-  return { byNode, portsPreflights };
+  return { byNode, portsPreflights, nodePreflights: new Map() };
+}
+
+/**
+ * With firewalld kept, its zones are the operators', so every node checks, after its cluster's
+ * preparation, that it reaches each peer of its cluster on the TCP ports RKE2 and the CNI need
+ * there (components/node-preparation/ports.ts); the servers' etcd ports are among them.
+ */
+function keptFirewallPreflights(
+  model: EnvironmentModel,
+  clusters: readonly ClusterSettings[],
+  byNode: ReadonlyMap<string, NodePreparation>,
+  sshPrivateKey: SshKey,
+  scope: DeclarationScope,
+): Map<string, NodePortsPreflight> {
+  const preflights = new Map<string, NodePortsPreflight>();
+  for (const cluster of clusters) {
+    const nodes = model.nodes.filter((n) => n.cluster === cluster.name);
+    const preparations = nodes.map((n) => byNode.get(n.name)!);
+    for (const node of nodes) {
+      const targets = nodes
+        .filter((peer) => peer !== node)
+        .map((peer) => ({
+          peer,
+          ports: tcpPortsToPeer(
+            cluster.cni,
+            runsRke2Server(node.roles),
+            runsRke2Server(peer.roles),
+          ),
+        }));
+      preflights.set(
+        node.name,
+        new NodePortsPreflight(
+          nameIn(scope, `ports-${node.name}`),
+          { node, targets, sshPrivateKey },
+          optsIn(scope, { dependsOn: preparations }),
+        ),
+      );
+    }
+  }
+  return preflights;
 }
 
 /** Whether the program runs under the SDK's mock monitor (the offline commands and tests). */

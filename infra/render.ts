@@ -179,6 +179,7 @@ function nodePreparationArtifacts(model: EnvironmentModel): Artifact[] {
     const params = nodeScriptParams("apply", {
       networkManagerConfig: renderUnmanagedDevicesConfig(model.nodePreparation.unmanagedDevices),
       bringUpKubeIpvs: model.nodePreparation.bringUpKubeIpvs,
+      keepFirewalld: model.nodePreparation.firewalld === "keep",
       nodeIp: node.ip,
     });
     artifacts.push({

@@ -188,6 +188,12 @@ export interface NodePreparationSettings {
   readonly unmanagedDevices: readonly string[];
   /** Bring kube-ipvs0 up; kube-proxy keeps it DOWN by design, so this is off by default. */
   readonly bringUpKubeIpvs: boolean;
+  /**
+   * firewalld: `disable` (RKE2's advice: disabled, and stopped where that flushes nothing else)
+   * or `keep` (left as found; the operator opens RKE2's and the CNI's ports, and every node's
+   * ports preflight checks the TCP ones from its peers).
+   */
+  readonly firewalld: "disable" | "keep";
 }
 
 /**

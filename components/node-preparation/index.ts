@@ -13,7 +13,9 @@ import { HostStepResource, SshKey } from "../ssh/host-step-resource";
 import { renderUnmanagedDevicesConfig, unmanagedDevicesProblems } from "./render";
 
 export { renderUnmanagedDevicesConfig, parseNodeFacts, unmanagedDevicesProblems } from "./render";
+export { runsRke2Server, tcpPortsToPeer } from "./ports";
 export {
+  NodePortsPreflight,
   ServerPortsPreflight,
   RKE2_SERVER_PORTS,
   parsePortChecks,
@@ -42,6 +44,11 @@ export interface NodePreparationArgs {
   readonly unmanagedDevices?: readonly string[];
   /** Set kube-ipvs0 up. Default false: kube-proxy keeps it DOWN by design. */
   readonly bringUpKubeIpvs?: boolean;
+  /**
+   * Leave firewalld as found (nodePreparation.firewalld: keep), and while it runs the REJECT
+   * rules too. Default false: disabled, and stopped where that flushes nothing else.
+   */
+  readonly keepFirewalld?: boolean;
   /** The CNI of the node's cluster, recorded so policies can check the unmanaged list. Default calico. */
   readonly cni?: Cni;
   /** kube-proxy mode of the node's cluster, recorded for the same reason. Default iptables. */
@@ -110,6 +117,8 @@ export class NodePreparation extends pulumi.ComponentResource {
         cni: args.cni ?? DEFAULT_CNI,
         kubeProxyMode: args.kubeProxyMode ?? DEFAULT_KUBE_PROXY_MODE,
         bringUpKubeIpvs: args.bringUpKubeIpvs ?? false,
+        // Recorded only when set, so state written before the key holds the same inputs.
+        ...(args.keepFirewalld === true ? { keepFirewalld: true } : {}),
         firewallServicesDisabled: true,
         nmCloudSetupDisabled: true,
         rejectRulesAbsent: true,

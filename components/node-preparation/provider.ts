@@ -18,8 +18,10 @@ export interface NodePreparationState {
   readonly sshPrivateKey?: string;
   readonly script: string;
   readonly bringUpKubeIpvs: boolean;
-  /** iptables, ip6tables and firewalld services not enabled. */
+  /** iptables, ip6tables and (unless kept) firewalld services not enabled. */
   readonly firewallServicesDisabled: boolean;
+  /** nodePreparation.firewalld is keep: firewalld is left as found. Older state has none. */
+  readonly keepFirewalld?: boolean;
   /** nm-cloud-setup's service and timer neither enabled nor running. */
   readonly nmCloudSetupDisabled: boolean;
   /** firewalld running as found; it stays running when stopping it would flush other rules. */
@@ -29,7 +31,10 @@ export interface NodePreparationState {
    * (rancher/rke2-docs@9477b7b1:docs/known_issues.md: reboot the node). Never acted on here.
    */
   readonly rebootRequired?: boolean;
-  /** No Rocky REJECT rule in INPUT or FORWARD (IPv4 and IPv6). */
+  /**
+   * No Rocky REJECT rule in INPUT or FORWARD (IPv4 and IPv6); with firewalld kept and running,
+   * true as found: such a rule may be firewalld's own, and is left to its operators.
+   */
   readonly rejectRulesAbsent: boolean;
   /**
    * 99-rke2-unmanaged.conf: on input as the stack renders it, on output as found. The host's
@@ -57,15 +62,17 @@ function observed(
 ): NodePreparationState {
   return {
     ...state,
-    firewallServicesDisabled: [f.iptablesService, f.ip6tablesService, f.firewalldService].every(
-      (s) => s !== "enabled",
-    ),
+    firewallServicesDisabled: [
+      f.iptablesService,
+      f.ip6tablesService,
+      ...(state.keepFirewalld === true ? [] : [f.firewalldService]),
+    ].every((s) => s !== "enabled"),
     nmCloudSetupDisabled:
       f.nmCloudSetupService !== "enabled" &&
       f.nmCloudSetupTimer !== "enabled" &&
       !f.nmCloudSetupActive,
     firewalldRunning: f.firewalldActive,
-    rejectRulesAbsent: f.rejectRules === 0,
+    rejectRulesAbsent: f.rejectRules === 0 || (state.keepFirewalld === true && f.firewalldActive),
     networkManagerConfig: f.networkManagerConfig,
     networkManagerReplaces: f.networkManagerReplaces,
     kubeIpvs0: f.kubeIpvs0,
@@ -145,12 +152,23 @@ export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
     const other = ssh.inputsDiffer(olds, news, [
       "script",
       "bringUpKubeIpvs",
+      "keepFirewalld",
       "sshKeyFingerprint",
       "connection",
     ]);
     const replaces = olds.connection.host !== news.connection.host ? ["connection"] : [];
+    const changes = drifted.length > 0 || kubeIpvsDrift || rebootOwed || hostUnfit || other;
+    // Said in the preview, before the host firewall goes: the state (refreshed or adopted) shows
+    // firewalld running there, and the apply would disable it.
+    if (changes && olds.firewalldRunning === true && news.keepFirewalld !== true) {
+      void pulumi.log.warn(
+        `node ${news.node}: firewalld.service runs there; up disables it and stops it where its ` +
+          "stop flushes no other rules (nodePreparation.firewalld is disable). Set it to keep to " +
+          "keep firewalld, with RKE2's and the CNI's ports open in its zones.",
+      );
+    }
     return {
-      changes: drifted.length > 0 || kubeIpvsDrift || rebootOwed || hostUnfit || other,
+      changes,
       replaces,
       deleteBeforeReplace: false,
     };

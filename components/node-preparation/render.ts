@@ -142,6 +142,7 @@ export function nodeScriptParams(
     readonly networkManagerConfig: string;
     readonly bringUpKubeIpvs: boolean;
     readonly nodeIp?: string;
+    readonly keepFirewalld?: boolean;
   },
 ): Record<string, string> {
   return {
@@ -149,6 +150,7 @@ export function nodeScriptParams(
     NM_CONFIG: state.networkManagerConfig,
     BRING_UP_KUBE_IPVS: String(state.bringUpKubeIpvs),
     NODE_IP: state.nodeIp ?? "",
+    KEEP_FIREWALLD: String(state.keepFirewalld === true),
     MIN_MEMORY_MIB: String(RKE2_MINIMUMS.memoryMiB),
     MIN_CPUS: String(RKE2_MINIMUMS.cpus),
   };

@@ -134,6 +134,7 @@ export const KEY_READERS: Readonly<Record<string, KeyReaders>> = {
   ...section("nodePreparation", {
     unmanagedDevices: ["nodePreparation"],
     bringUpKubeIpvs: ["nodePreparation"],
+    firewalld: ["nodePreparation"],
   }),
 
   sshPrivateKey: DEPLOY_PARTS,

@@ -246,6 +246,7 @@ export const DNS_KEYS = {
 export const NODE_PREPARATION_KEYS = {
   unmanagedDevices: texts(DEFAULT_UNMANAGED_DEVICES),
   bringUpKubeIpvs: flag(false),
+  firewalld: choice(["disable", "keep"] as const, "disable"),
 } satisfies KeyMap;
 export const DEPLOY_KEYS = {
   libvirtDnsRecords: flag(true),

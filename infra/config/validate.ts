@@ -1,6 +1,6 @@
+import { clusterPortRules } from "../../components/node-preparation/ports";
 import {
   ClusterSettings,
-  Cni,
   DeploySelection,
   DnsPolicyNamespace,
   DnsSettings,
@@ -1655,44 +1655,9 @@ function checkNeutralizedDomainsSpareRancher(
   });
 }
 
-/**
- * Ports RKE2 nodes listen on (rancher/rke2-docs@9477b7b1df1f:docs/install/requirements.md,
- * "Inbound Network Rules" and "CNI Specific Inbound Network Rules"). A NodePort in the range
- * is forwarded by kube-proxy on every node, so a service the apiserver happens to give one of
- * these ports takes that port's traffic away from RKE2.
- */
-const RKE2_PORTS: readonly { readonly port: number; readonly what: string }[] = [
-  { port: 6443, what: "Kubernetes API" },
-  { port: 9345, what: "RKE2 supervisor API" },
-  { port: 10250, what: "kubelet" },
-  { port: 2379, what: "etcd client port" },
-  { port: 2380, what: "etcd peer port" },
-  { port: 2381, what: "etcd metrics port" },
-];
-const CNI_PORTS: Readonly<
-  Record<Cni, readonly { readonly port: number; readonly what: string }[]>
-> = {
-  canal: [
-    { port: 8472, what: "Canal VXLAN" },
-    { port: 9099, what: "Canal health checks" },
-    { port: 51820, what: "Canal WireGuard IPv4" },
-    { port: 51821, what: "Canal WireGuard IPv6" },
-  ],
-  cilium: [
-    { port: 4240, what: "Cilium health checks" },
-    { port: 8472, what: "Cilium VXLAN" },
-    { port: 51871, what: "Cilium WireGuard" },
-  ],
-  calico: [
-    { port: 179, what: "Calico BGP" },
-    { port: 4789, what: "Calico VXLAN" },
-    { port: 5473, what: "Calico Typha" },
-    { port: 9098, what: "Calico Typha health checks" },
-    { port: 9099, what: "Calico health checks" },
-  ],
-  flannel: [{ port: 4789, what: "Flannel VXLAN" }],
-};
-
+// A NodePort in the range is forwarded by kube-proxy on every node, so a service the apiserver
+// happens to give one of RKE2's or the CNI's ports (../../components/node-preparation/ports.ts)
+// takes that port's traffic away from RKE2.
 function checkNodePortRanges(
   r: ConfigReader,
   clusters: readonly ClusterSettings[],
@@ -1712,8 +1677,7 @@ function checkNodePortRanges(
     }
     const sshPorts = [...new Set(nodes.filter((n) => n.cluster === c.name).map((n) => n.ssh.port))];
     const covered = [
-      ...RKE2_PORTS,
-      ...CNI_PORTS[c.cni],
+      ...clusterPortRules(c.cni),
       ...sshPorts.map((port) => ({ port, what: "SSH to the nodes" })),
     ].filter((p) => p.port >= low && p.port <= high);
     if (covered.length > 0) {
@@ -1970,6 +1934,7 @@ export function configWarnings(model: EnvironmentModel, raw: RawStackConfig): Co
   }
   checkKubeconfigMode(r, model);
   checkNodesOnSubnet(r, model);
+  checkFirewalldChosen(r, model, raw);
   const upstreams = model.dns.upstreamResolvers;
   if (keyIsRead(deploy, "dns.upstreamResolvers") && upstreams.length === 1) {
     r.problem(
@@ -2006,6 +1971,27 @@ export function configWarnings(model: EnvironmentModel, raw: RawStackConfig): Co
  * DNS records, seed 000's fix, do not reach a node that does not use that network's DNS, and the
  * checks of records and addresses assume the subnet.
  */
+/**
+ * Stopping firewalld removes the host firewall its operators may rely on, so the default
+ * (`disable`, RKE2's advice: rancher/rke2-docs@9477b7b1:docs/known_issues.md, "Firewalld
+ * conflicts with default networking") is said before it happens, until the stack chooses.
+ */
+function checkFirewalldChosen(r: ConfigReader, model: EnvironmentModel, raw: RawStackConfig): void {
+  if (!keyIsRead(model.deploy, "nodePreparation.firewalld")) return;
+  const section = raw.values.nodePreparation;
+  const chosen = typeof section === "object" && section !== null && "firewalld" in section;
+  if (chosen) return;
+  r.problem(
+    "nodePreparation.firewalld",
+    "not set, so `disable`: on every node where firewalld.service is enabled or running, `up` " +
+      "disables it, and stops it where its stop flushes no other rules (RKE2: firewalld conflicts " +
+      "with its networking), which removes the host firewall its zones give. Set `disable` to " +
+      "confirm, or `keep` to keep firewalld and open RKE2's and the CNI's ports in its zones " +
+      "yourself; `up` then checks the TCP ones from every node's peers and stops, naming any " +
+      "that are blocked.",
+  );
+}
+
 function checkNodesOnSubnet(r: ConfigReader, model: EnvironmentModel): void {
   const subnet = parseCidr(model.libvirt.subnet);
   if (!subnet) return;

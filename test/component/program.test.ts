@@ -79,6 +79,78 @@ describe("program (Pulumi mocks)", function () {
     for (const p of preflights) assert.deepEqual([...p.dependencies].sort(), serverPreps);
   });
 
+  describe("with firewalld kept (nodePreparation.firewalld: keep)", () => {
+    let kept: RecordedResource[];
+    before(async () => {
+      kept = await record({
+        ...model,
+        nodePreparation: { ...model.nodePreparation, firewalld: "keep" },
+      });
+    });
+    const checkOf = (node: string) =>
+      kept.find(
+        (r) => r.type === "pulumi-nodejs:dynamic/node:PortsPreflight" && r.inputs.node === node,
+      )!;
+
+    it("records the choice on every node's preparation", () => {
+      const prepared = kept.filter((r) => r.type === "pulumi-nodejs:dynamic/node:Preparation");
+      assert.equal(prepared.length, model.nodes.length);
+      for (const r of prepared) assert.equal(r.inputs.keepFirewalld, true, String(r.inputs.node));
+      // Left out when not kept, so state written before the key holds the same inputs.
+      for (const r of ofType("pulumi-nodejs:dynamic/node:Preparation"))
+        assert.equal("keepFirewalld" in r.inputs, false);
+    });
+
+    it("checks from every node the TCP ports RKE2 and the CNI need on each peer of its cluster", () => {
+      assert.deepEqual(
+        kept.filter((r) => r.type === "rke2remediation:node:ServerPortsPreflight"),
+        [],
+      );
+      assert.equal(
+        kept.filter((r) => r.type === "rke2remediation:node:NodePortsPreflight").length,
+        model.nodes.length,
+      );
+      // A server to another server: RKE2's ports, etcd's among them, and Calico's.
+      assert.deepEqual(checkOf("sza122020.local").inputs.targets, [
+        {
+          peer: "192.168.122.21",
+          ports: [6443, 9345, 10250, 2379, 2380, 2381, 179, 5473, 9098, 9099],
+        },
+        {
+          peer: "192.168.122.22",
+          ports: [6443, 9345, 10250, 2379, 2380, 2381, 179, 5473, 9098, 9099],
+        },
+      ]);
+      // A downstream worker to its etcd and control plane node: no etcd port.
+      assert.deepEqual(checkOf("sza122030.local").inputs.targets, [
+        { peer: "192.168.122.31", ports: [6443, 9345, 10250, 179, 5473, 9098, 9099] },
+      ]);
+      // The etcd and control plane node to the worker: the kubelet and the CNI only.
+      assert.deepEqual(checkOf("sza122031.local").inputs.targets, [
+        { peer: "192.168.122.30", ports: [10250, 179, 5473, 9098, 9099] },
+      ]);
+    });
+
+    it("starts RKE2 and registers downstream nodes only after the checks", () => {
+      const waits = (urn: string) => waitsForIn(kept, urn);
+      const urnOf = (type: string, name: string) =>
+        kept.find((r) => r.type === type && r.name === name)!.urn;
+      const start = urnOf(
+        "pulumi-nodejs:dynamic/rke2:NodeStart",
+        "management-start-sza122020.local",
+      );
+      for (const n of ["20", "21", "22"])
+        assert.ok(waits(start).has(checkOf(`sza1220${n}.local`).urn), n);
+      const registration = kept.find(
+        (r) =>
+          r.type === "pulumi-nodejs:dynamic/rancher:NodeRegistration" &&
+          r.inputs.node === "sza122030.local",
+      );
+      assert.ok(registration, "no registration of the downstream worker");
+      assert.ok(waits(registration.urn).has(checkOf("sza122030.local").urn));
+    });
+  });
+
   it("records a loader as each dynamic resource's provider, not the provider's code", () => {
     const dynamic = resources.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic/"));
     assert.ok(dynamic.length >= 20);

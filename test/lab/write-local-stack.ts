@@ -36,6 +36,7 @@ export function localStackConfig(
       clusterDns: true,
       rancherClusters: rancherCa !== undefined && downstream,
     },
+    [`${NS}:nodePreparation`]: { firewalld: "disable" },
     [`${NS}:libvirt`]: {
       ssh: { host: "192.168.122.1", user: "root", hostKey: kvmHostKey },
       network: "default",

@@ -19,7 +19,11 @@ import {
 } from "../../components/node-preparation/render";
 import { runScript } from "../../components/ssh/run-script";
 import { DEFAULT_UNMANAGED_DEVICES } from "../../components/model";
-import { parsePortChecks, PortCheck } from "../../components/node-preparation/preflight";
+import {
+  parsePortChecks,
+  PortCheck,
+  preflightProvider,
+} from "../../components/node-preparation/preflight";
 import {
   inNamespace,
   lab,
@@ -369,6 +373,95 @@ describe("firewalld and nm-cloud-setup (real iptables; firewalld and systemd sta
       const r = await runScript(nodeConnection(NODE), "systemctl stop firewalld.service");
       assert.equal(r.exitCode, 0, r.stderr);
       assert.deepEqual(clusterChains(ruleset(NODE)), []);
+    });
+  });
+
+  describe("firewalld kept (nodePreparation.firewalld: keep)", () => {
+    const NODE = 21;
+    const keep = (): NodePreparationState => ({ ...desired(NODE), keepFirewalld: true });
+    let rulesBefore: string[];
+    let outs: NodePreparationState;
+    before(async () => {
+      withFirewalld(NODE, "2.0.0");
+      rulesBefore = ruleset(NODE);
+      outs = (await provider.create!(keep())).outs as NodePreparationState;
+    });
+    after(() => removeFirewalld(NODE));
+
+    it("leaves firewalld enabled and running", () => {
+      const fw = unitState(NODE, "firewalld.service");
+      assert.deepEqual([fw.enabled, fw.active, fw.history], [true, true, []]);
+      assert.equal(outs.firewalldRunning, true);
+      assert.equal(outs.firewallServicesDisabled, true);
+      assert.ok(
+        outs.lastChanges?.every((c) => !c.includes("firewalld")),
+        JSON.stringify(outs.lastChanges),
+      );
+    });
+
+    it("still disables iptables.service, and leaves the REJECT rules to the running firewalld", () => {
+      assert.equal(unitState(NODE, "iptables.service").enabled, false);
+      assert.ok(rulesBefore.some(isReject), "the lab node should carry Rocky's REJECT rules");
+      assert.deepEqual(ruleset(NODE).filter(isReject), rulesBefore.filter(isReject));
+      assert.equal(outs.rejectRulesAbsent, true);
+    });
+
+    it("a second run changes nothing", async () => {
+      const again = (await provider.update!("id", outs, keep())).outs as NodePreparationState;
+      assert.deepEqual(again.lastChanges, []);
+      assert.equal((await provider.diff!("id", again, keep())).changes, false);
+    });
+
+    it("the ports preflight from a peer names each port the kept firewall rejects", async () => {
+      const { privateKey: _key, ...connection } = nodeConnection(20);
+      const check = {
+        node: "sza122020.local",
+        connection,
+        ...stepKey(),
+        script: componentFile(
+          path.join(__dirname, "../../components/node-preparation"),
+          "preflight-ports.sh",
+        ),
+        peers: [],
+        ports: [],
+        targets: [{ peer: `192.168.122.${NODE}`, ports: [9345, 10250] }],
+        blocked: [],
+      };
+      await assert.rejects(
+        preflightProvider.create!(check),
+        (err: Error) =>
+          err.message.includes("sza122020.local -> 192.168.122.21:9345 prohibited") &&
+          err.message.includes("sza122020.local -> 192.168.122.21:10250 prohibited") &&
+          err.message.includes("nodePreparation.firewalld: keep"),
+      );
+      // Once the operators open them (here: the REJECT rules gone), the preflight passes.
+      for (const rule of ruleset(NODE).filter(isReject)) {
+        const args = rule.replace(/^-A /, "-D ").split(" ");
+        assert.equal(inNamespace(labNs(`n${NODE}`), ["iptables", ...args]).status, 0, rule);
+      }
+      const { outs: passed } = await preflightProvider.create!(check);
+      assert.deepEqual((passed as { blocked: string[] }).blocked, []);
+    });
+
+    it("preview warns before disabling a firewalld the state shows running, and not when it is kept", async () => {
+      const warnings: string[] = [];
+      const originalWarn = pulumi.log.warn;
+      (pulumi.log as { warn: typeof pulumi.log.warn }).warn = async (msg: string) => {
+        warnings.push(msg);
+      };
+      try {
+        const found = { ...outs, firewallServicesDisabled: false };
+        await provider.diff!("id", found, keep());
+        assert.deepEqual(warnings, []);
+        assert.equal((await provider.diff!("id", found, desired(NODE))).changes, true);
+        assert.equal(warnings.length, 1);
+        assert.match(
+          warnings[0],
+          /node sza122021\.local: firewalld\.service runs there; up disables it/,
+        );
+      } finally {
+        (pulumi.log as { warn: typeof pulumi.log.warn }).warn = originalWarn;
+      }
     });
   });
 

@@ -22,6 +22,7 @@ export function preparationAndRecordsStack(): MutableRawConfig {
         clusterDns: false,
         rancherClusters: false,
       },
+      nodePreparation: { firewalld: "disable" },
       libvirt: {
         ssh: { host: "192.168.122.1", hostKey: KVM_HOST_KEY },
         dnsRecords: { "ai-ear.cn": ["192.168.122.20", "192.168.122.21", "192.168.122.22"] },

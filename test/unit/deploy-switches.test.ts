@@ -108,9 +108,10 @@ describe("deploy switches", () => {
   });
 
   describe("deploy.nodePreparation off", () => {
-    it("validates the lab stack, which sets no nodePreparation key", () => {
-      assert.equal(labWithout("nodePreparation").values.nodePreparation, undefined);
-      deployable(labWithout("nodePreparation"));
+    it("validates the lab stack without its nodePreparation section", () => {
+      const raw = withoutKeys(labWithout("nodePreparation"), "nodePreparation");
+      assert.equal(raw.values.nodePreparation, undefined);
+      deployable(raw);
     });
 
     it("warns once that the whole nodePreparation section is unused", () => {
@@ -297,6 +298,26 @@ describe("deploy switches", () => {
       );
       assert.ok(warnings[0].message.includes(stackKey("deploy.rke2Servers")));
       assert.ok(warnings[0].message.includes(stackKey("deploy.clusterDns")));
+    });
+
+    it("warns, before up stops firewalld, until the stack chooses nodePreparation.firewalld", () => {
+      const raw = preparationAndRecordsStack();
+      setAt(raw, "nodePreparation", undefined);
+      const [warning, ...rest] = configWarnings(deployable(raw), raw);
+      assert.deepEqual(rest, []);
+      assert.equal(warning.key, stackKey("nodePreparation.firewalld"));
+      assert.match(warning.message, /not set, so `disable`: .* disables it, and stops it/);
+      assert.match(warning.message, /Set `disable` to confirm, or `keep` to keep firewalld/);
+      for (const choice of ["disable", "keep"]) {
+        setAt(raw, "nodePreparation", { firewalld: choice });
+        assert.deepEqual(configWarnings(deployable(raw), raw), [], choice);
+      }
+      setAt(raw, "nodePreparation", { firewalld: "stop" });
+      const { problems } = validateEnvironment("lab", raw, { requireSecrets: true });
+      assert.deepEqual(
+        problems.map((p) => p.key),
+        [stackKey("nodePreparation.firewalld")],
+      );
     });
 
     it("renders the records and each node's preparation script, nothing else", () => {

@@ -3,6 +3,7 @@ NM_CONFIG='[keyfile]
 unmanaged-devices+=interface-name:kube-ipvs0;interface-name:cali*;interface-name:vxlan.calico;interface-name:vxlan-v6.calico;interface-name:tunl*;interface-name:flannel*;interface-name:wireguard.cali;interface-name:wg-v6.cali'
 BRING_UP_KUBE_IPVS='false'
 NODE_IP='192.168.122.21'
+KEEP_FIREWALLD='false'
 MIN_MEMORY_MIB='3584'
 MIN_CPUS='2'
 #!/bin/bash
@@ -14,6 +15,8 @@ MIN_CPUS='2'
 #                      stack's missing ones added, the previous file kept beside it)
 #   BRING_UP_KUBE_IPVS "true" to set kube-ipvs0 up (kube-proxy keeps it DOWN by design)
 #   NODE_IP            the node's address in the stack
+#   KEEP_FIREWALLD     "true" (nodePreparation.firewalld: keep): firewalld is left as found, and
+#                      while it runs so are the REJECT rules (they may be its own)
 #   MIN_MEMORY_MIB, MIN_CPUS   the memory (MemTotal) and online CPUs RKE2 needs on the node
 # Before it changes anything it checks the host as kubespray's preinstall checks do where they
 # apply to RKE2 (kubernetes-sigs/kubespray roles/kubernetes/preinstall/tasks/
@@ -377,17 +380,27 @@ if [ "$ACTION" = "apply" ]; then
   # 1. iptables services: disabled, never stopped.
   disable_unit iptables.service
   disable_unit ip6tables.service
-  # 2. firewalld: disabled, and stopped when that leaves other rules alone.
-  prepare_firewalld
+  # 2. firewalld: disabled, and stopped when that leaves other rules alone; or kept.
+  if [ "${KEEP_FIREWALLD:-false}" = "true" ]; then
+    ok "firewalld.service kept as found ($(unit_state firewalld.service), $(unit_active firewalld.service && echo running || echo stopped)): nodePreparation.firewalld is keep"
+  else
+    prepare_firewalld
+  fi
   # 3. nm-cloud-setup rewrites routing on some images; RKE2 requires it off. Timer first, so it
   #    cannot start the service again.
   stop_and_disable nm-cloud-setup.timer
   stop_and_disable nm-cloud-setup.service
-  # 4. The REJECT rules iptables.service loaded at boot, and nothing else.
-  remove_reject iptables INPUT "${REJECT_V4[@]}"
-  remove_reject iptables FORWARD "${REJECT_V4[@]}"
-  remove_reject ip6tables INPUT "${REJECT_V6[@]}"
-  remove_reject ip6tables FORWARD "${REJECT_V6[@]}"
+  # 4. The REJECT rules iptables.service loaded at boot, and nothing else. A firewalld kept
+  #    running may have written the same rule itself; its rules are its operators' then, and the
+  #    ports preflight says what they block.
+  if [ "${KEEP_FIREWALLD:-false}" = "true" ] && unit_active firewalld.service; then
+    ok "left the REJECT rules of INPUT and FORWARD as found: firewalld runs and is kept (nodePreparation.firewalld: keep), so they may be its own"
+  else
+    remove_reject iptables INPUT "${REJECT_V4[@]}"
+    remove_reject iptables FORWARD "${REJECT_V4[@]}"
+    remove_reject ip6tables INPUT "${REJECT_V6[@]}"
+    remove_reject ip6tables FORWARD "${REJECT_V6[@]}"
+  fi
   # 5. NetworkManager leaves kube-ipvs0 and the CNI devices alone.
   write_nm_config
   # 6. kube-ipvs0 up only on request.
