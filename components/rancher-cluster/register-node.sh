@@ -126,18 +126,96 @@ if [ "$MODE" = check ]; then
 fi
 
 # The installer's lines as they come, the token replaced by bash itself (it never reaches another
-# process's command line, readable by every local user). install.sh retries a Rancher that does
-# not answer and a refused token for hours, 5 s apart (rancher/system-agent@v0.14.0 install.sh:
-# RETRYCOUNT=4500; "000 received while downloading the CA certificate", "Error while connecting
-# to Rancher to verify CA necessity", "<code> received while downloading Rancher connection
-# information"). Rancher answers a registration token it does not know with 500, "machine not
-# found by request" (rancher/rancher@v2.14.3 pkg/capr/configserver/server.go ServeHTTP,
-# custom.go findMachineByClusterToken), and a missing or refused credential with 401/403.
-# After HOPELESS_TRIES such lines in a row the installer is stopped and the step fails with the
-# reason, well before its timeout. A checksum mismatch ends install.sh itself; its line is named.
+# process's command line, readable by every local user). install.sh retries for hours, 5 s apart
+# (rancher/system-agent@v0.14.0 install.sh: RETRYCOUNT=4500), every curl with --connect-timeout 60
+# --max-time 60 and `-sS`, so curl's own error line ("curl: (N) ...") comes before each
+# "<code> received while <what>" line, where <code> is the HTTP status, or 000 when no answer came
+# (validate_ca_checksum downloads /cacerts with --insecure; validate_rancher_connection gets
+# /healthz trusting the pinned CA; retrieve_connection_info gets /v3/connect/agent;
+# validate_ca_required prints "Error while connecting to Rancher to verify CA necessity" with
+# curl's line sent to /dev/null; "Downloaded connection info failed validation" when
+# rancher-system-agent validate-connection refuses what Rancher sent).
+# Each failed try is classified (failure_kind); after a run of tries of one kind the installer
+# is stopped and the step fails with that kind's reason, well before its timeout:
+#   - HOPELESS_TRIES (3) where another try cannot help: the name does not resolve (curl 6), the
+#     connection is refused (7) or its packets dropped (28 "Connection timed out"), TLS fails
+#     (35, 51, 58, 60, 77, 83, 90, 91: the certificate is not the pinned CA's or names another
+#     host), 404 (the URL leads elsewhere), 403, any other status, a failed validation, and 500
+#     for the connection information: Rancher answers a registration token it does not know
+#     with 500, "machine not found by request" (rancher/rancher@v2.14.3
+#     pkg/capr/configserver/server.go findSA, custom.go findMachineByClusterToken);
+#   - TRANSIENT_TRIES (24, about two minutes) where Rancher answers that it is not ready yet:
+#     401 for the connection information, which the config server sends while its secret and
+#     token informers have not synced (ServeHTTP's HasSynced check) and while the machine is not
+#     in its cache, and 502, 503 and 504 from Rancher or the proxy before it;
+#   - SLOW_TRIES (5, about five minutes) when Rancher accepts the connection but sends nothing
+#     within install.sh's 60 s (curl 28 "Operation timed out").
+# A checksum mismatch ends install.sh itself; its line is named.
 HOPELESS_TRIES="${HOPELESS_TRIES:-3}"
+TRANSIENT_TRIES="${TRANSIENT_TRIES:-24}"
+SLOW_TRIES="${SLOW_TRIES:-5}"
+
+# The kind of one failed try: its install.sh line and the curl error line before it (may be empty).
+failure_kind() {
+  local line="$1" curl_line="$2" code=""
+  [[ "$line" =~ ([0-9]{3})\ received\ while ]] && code="${BASH_REMATCH[1]}"
+  if [[ "$line" == *"failed validation"* ]]; then
+    echo invalid
+  elif [ -z "$code" ] || [ "$code" = 000 ]; then
+    case "$curl_line" in
+      "curl: (6)"*) echo dns ;;
+      "curl: (7)"*) echo refused ;;
+      "curl: (28)"*"Operation timed out"*) echo slow ;;
+      "curl: (28)"*) echo dropped ;;
+      "curl: (35)"* | "curl: (51)"* | "curl: (58)"* | "curl: (60)"* | "curl: (77)"* | "curl: (83)"* | "curl: (90)"* | "curl: (91)"*) echo tls ;;
+      *) echo unreachable ;;
+    esac
+  else
+    case "$code" in
+      401) echo unsynced ;;
+      403) echo forbidden ;;
+      404) echo notfound ;;
+      500) [[ "$line" == *"connection information"* ]] && echo token || echo "status $code" ;;
+      502 | 503 | 504) echo unavailable ;;
+      *) echo "status $code" ;;
+    esac
+  fi
+}
+
+# How many tries in a row of a kind end the wait.
+tries_for() {
+  case "$1" in
+    unsynced | unavailable) echo "$TRANSIENT_TRIES" ;;
+    slow) echo "$SLOW_TRIES" ;;
+    *) echo "$HOPELESS_TRIES" ;;
+  esac
+}
+
+# Why the installer was stopped: KIND, TRIES, what it was doing, the code and curl's line.
+failure_reason() {
+  local kind="$1" tries="$2" what="$3" code="$4" curl_line="$5" at="Rancher at $CATTLE_SERVER"
+  local again="then run pulumi up again"
+  local seen="${curl_line:+ ($curl_line)}"
+  case "$kind" in
+    dns) echo "this node cannot resolve the name in $CATTLE_SERVER${seen}, $tries tries in a row; check the node's resolver and the libvirt DNS records of that name (libvirt.dnsRecords), $again" ;;
+    refused) echo "$at refuses connections from this node${seen}, $tries tries in a row: nothing listens there, or a firewall rejects them; check rancher.url's address and port and the firewall between them, $again" ;;
+    dropped) echo "connections from this node to $at time out${seen}, $tries tries of 60 s in a row: something on the way drops them; check the route and the firewalls between them, $again" ;;
+    slow) echo "$at accepts connections but sent no answer within 60 s${seen}, $tries tries in a row: it is overloaded or stuck; look at Rancher's pods and logs, $again" ;;
+    tls) echo "TLS with $at fails${seen}, $tries tries in a row: its certificate is not signed by the CA the node trusts (rancher.caCertificate, pinned by --ca-checksum) or does not name that host; set rancher.caCertificate to the CA that signed it, $again" ;;
+    unreachable) echo "$at does not answer from this node (no connection, $tries tries in a row); check its address, DNS and the firewall between them, $again" ;;
+    token) echo "$at refuses the registration token ($tries tries in a row; Rancher answers 500 to a token it does not know); the cluster's registration token may have been rotated or the cluster removed: run pulumi up again to fetch the current command" ;;
+    unsynced) echo "$at answered 401 while $what, $tries tries in a row (about two minutes): Rancher answers so while its caches sync after a start and before the machine is known; if Rancher has been up for minutes, the registration token may be stale: run pulumi up again to fetch the current command" ;;
+    unavailable) echo "$at answered $code while $what, $tries tries in a row (about two minutes): Rancher, or the proxy in front of it, is up but not ready; wait until Rancher answers, $again" ;;
+    notfound) echo "$at answered 404 while $what, $tries tries in a row: the URL does not lead to Rancher (another service or a proxy path at that address); check rancher.url, $again" ;;
+    forbidden) echo "$at answered 403 while $what, $tries tries in a row: something in front of Rancher forbids the request from this node; check the proxy or firewall rules, $again" ;;
+    invalid) echo "the connection information $at sent failed rancher-system-agent's validation, $tries tries in a row; look at Rancher's logs, $again" ;;
+    *) echo "$at answered $code while $what, $tries tries in a row; $again" ;;
+  esac
+}
+
 run_installer() {
-  local fifo installer line why="" unreachable=0 refused=0 last="" mismatch="" download=""
+  local fifo installer line why="" last="" mismatch="" download="" curl_line=""
+  local kind="" streak="" tries=0 code what
   fifo="$(mktemp -u)"
   mkfifo -m 0600 "$fifo"
   # Its own session, so the whole pipeline can be stopped; the script text names no values.
@@ -158,24 +236,30 @@ run_installer() {
     echo "installer: $line" >&2
     [ -n "${line//[[:space:]]/}" ] && last="$line"
     case "$line" in
-      *"000 received while"* | *"Error while connecting to Rancher"*) unreachable=$((unreachable + 1)) refused=0 ;;
-      *"500 received while downloading Rancher connection information"* | *"401 received while downloading Rancher connection information"* | *"403 received while downloading Rancher connection information"*) refused=$((refused + 1)) unreachable=0 ;;
-      *"curl: ("*) download="curl: (${line#*curl: (}" ;;
+      *"curl: ("*)
+        curl_line="curl: (${line#*curl: (}"
+        download="$curl_line"
+        ;;
       *"does not match given --ca-checksum"*)
         mismatch="${line#\[ERROR\]}"
         mismatch="${mismatch#"${mismatch%%[![:space:]]*}"}"
         ;;
-      *"received while"* | *"Sleeping for 5 seconds"*) ;;
-      *) unreachable=0 refused=0 ;;
+      *"received while"* | *"Error while connecting to Rancher"* | *"failed validation"*)
+        kind="$(failure_kind "$line" "$curl_line")"
+        if [ "$kind" = "$streak" ]; then tries=$((tries + 1)); else streak="$kind" tries=1; fi
+        if [ "$tries" -ge "$(tries_for "$kind")" ]; then
+          code=""
+          [[ "$line" =~ ([0-9]{3})\ received\ while ]] && code="${BASH_REMATCH[1]}"
+          what="${line#*received while }"
+          what="${what%%. Sleeping*}"
+          why="$(failure_reason "$kind" "$tries" "$what" "$code" "$curl_line")"
+          break
+        fi
+        curl_line=""
+        ;;
+      *"Sleeping for 5 seconds"*) ;;
+      *[![:space:]]*) streak="" tries=0 curl_line="" ;;
     esac
-    if [ "$unreachable" -ge "$HOPELESS_TRIES" ]; then
-      why="Rancher at $CATTLE_SERVER does not answer from this node (no connection, $unreachable tries in a row); check its address, DNS and the firewall between them, then run pulumi up again"
-      break
-    fi
-    if [ "$refused" -ge "$HOPELESS_TRIES" ]; then
-      why="Rancher at $CATTLE_SERVER refuses the registration token ($refused tries in a row; Rancher answers 500 to a token it does not know); the cluster's registration token may have been rotated or the cluster removed: run pulumi up again to fetch the current command"
-      break
-    fi
   done <"$fifo"
   if [ -n "$why" ]; then
     # The whole session goes (curl, sh and what they started), KILL for what outlives TERM.

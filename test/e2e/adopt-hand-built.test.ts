@@ -10,7 +10,7 @@ import { createHash } from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import * as YAML from "yaml";
-import { RKE2_KUBECONFIG } from "../../components/model";
+import { DNS_MANIFEST_CHECK, RKE2_KUBECONFIG } from "../../components/model";
 import { RKE2_KUBECONFIG_PATH } from "../../components/rke2-cluster/kubeconfig";
 import { pulumiIn, pulumiOn } from "./cli";
 import {
@@ -460,9 +460,13 @@ function previewSteps(): { op: string; urn: string }[] {
   return (JSON.parse(json) as { steps: { op: string; urn: string }[] }).steps;
 }
 
-/** The kubeconfig read, new in this release: the one resource an upgrade creates. */
-const isKubeconfigRead = (urn: string) =>
-  urn.endsWith(`${RKE2_KUBECONFIG.token}::management-kubeconfig`);
+/**
+ * What this release adds, and an upgrade therefore creates: the read of the first server's
+ * kubeconfig and each server's read-only check of its manifests directory.
+ */
+const isAddedRead = (urn: string) =>
+  urn.endsWith(`${RKE2_KUBECONFIG.token}::management-kubeconfig`) ||
+  urn.includes(`${DNS_MANIFEST_CHECK.token}::dns-management-manifest-check-`);
 
 const holdsKey = (r: StateResource) => JSON.stringify(r).includes("PRIVATE KEY");
 const providerCode = (r: StateResource) =>
@@ -478,9 +482,14 @@ describe("a stack written by the previous release (state upgrade)", function () 
     buildEstate("with-extras");
     adoptingStack();
     previous = previousTree();
-    fs.copyFileSync(
-      path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`),
+    // The stack file as the previous release knew its keys: nodePreparation.firewalld came later.
+    const stackFile = YAML.parse(
+      fs.readFileSync(path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`), "utf8"),
+    ) as { config: Record<string, unknown> };
+    delete stackFile.config["rke2-remediation:nodePreparation"];
+    fs.writeFileSync(
       path.join(previous, "stacks", `Pulumi.${STACK}.yaml`),
+      YAML.stringify(stackFile),
     );
     const up = pulumiIn(previous, STACK, ["up", "--yes"]);
     assert.equal(up.status, 0, up.out);
@@ -505,8 +514,7 @@ describe("a stack written by the previous release (state upgrade)", function () 
   });
 
   it("pulumi preview plans no replacement, only updates of the host steps' state", () => {
-    // The one resource this release adds is the read of the first server's kubeconfig.
-    const steps = previewSteps().filter((s) => !(s.op === "create" && isKubeconfigRead(s.urn)));
+    const steps = previewSteps().filter((s) => !(s.op === "create" && isAddedRead(s.urn)));
     const ops = new Set(steps.map((s) => s.op));
     for (const op of ["replace", "create-replacement", "delete-replaced", "create", "delete"])
       assert.ok(!ops.has(op), `preview plans ${op}: ${JSON.stringify(steps)}`);
@@ -517,12 +525,14 @@ describe("a stack written by the previous release (state upgrade)", function () 
     const calls = SERVERS.map(callCount);
     const r = pulumi("up", "--yes");
     assert.equal(r.status, 0, r.out);
-    // Nothing replaced or deleted; the one creation is the kubeconfig read this release adds
-    // (its line, and the summary's count of one).
+    // Nothing replaced or deleted; the only creations are the reads this release adds (their
+    // lines, and the summary's count of them: the kubeconfig read and one check per server).
     const changes = r.out.split("\n").filter((l) => /replaced|created|deleted/.test(l));
     assert.deepEqual(
       changes.filter(
-        (l) => !/ management-kubeconfig created/.test(l) && !/^\s*\+ 1 created\s*$/.test(l),
+        (l) =>
+          !/ (management-kubeconfig|dns-management-manifest-check-\S+) created/.test(l) &&
+          !new RegExp(`^\\s*\\+ ${1 + SERVERS.length} created\\s*$`).test(l),
       ),
       [],
       r.out,
@@ -540,7 +550,7 @@ describe("a stack written by the previous release (state upgrade)", function () 
     const upgraded = exportedState();
     const ids = new Map(previousState.resources.map((x) => [x.urn, x.id]));
     for (const x of upgraded.resources)
-      if (!isKubeconfigRead(x.urn)) assert.equal(x.id, ids.get(x.urn), `${x.urn} has a new id`);
+      if (!isAddedRead(x.urn)) assert.equal(x.id, ids.get(x.urn), `${x.urn} has a new id`);
     const steps = upgraded.resources.filter((x) => x.type.startsWith("pulumi-nodejs:dynamic/"));
     assert.deepEqual(
       steps.filter(holdsKey).map((x) => x.urn),

@@ -426,6 +426,19 @@ describe("a registration that cannot succeed fails within a minute, naming why",
     assert.deepEqual(leaks(r.commandLines), []);
   });
 
+  it("a URL that leads elsewhere (404 from /cacerts), named before the installer's hours of retries", async () => {
+    const r = await registerWith(WORKER, { ...params(), CATTLE_SERVER: `${SERVER}/elsewhere` });
+    assert.equal(r.status, 1, r.out);
+    assert.match(
+      r.out,
+      /error: the agent installer was stopped: Rancher at https:\/\/ai-ear\.cn\/elsewhere answered 404 while downloading the CA certificate, 3 tries in a row: the URL does not lead to Rancher/,
+    );
+    // Upstream's curl line came through as install.sh prints it (-sS, stderr not redirected).
+    assert.match(r.out, /installer: curl: \(22\) The requested URL returned error: 404/);
+    assert.ok(r.seconds < 60, `took ${r.seconds} s`);
+    assert.deepEqual(leaks(r.commandLines), []);
+  });
+
   it("a Rancher that does not answer (its port rejected)", async () => {
     assert.equal(inNamespace(labNs("n20"), ["iptables", "-I", ...REJECT_HTTPS]).status, 0);
     const r = await registerWith(WORKER, params());

@@ -143,4 +143,105 @@ describe("register-node.sh when the agent installer fails", function () {
     assert.ok(pid > 0, "the installer never ran");
     assert.throws(() => process.kill(pid, 0), /ESRCH/, `the installer (pid ${pid}) still runs`);
   });
+
+  /** install.sh's retry loop as it prints with `-sS`: curl's own error line, then its own. */
+  const retryingAfter = (curlLine: string, line: string) =>
+    `while :; do ${curlLine ? `echo "${curlLine}" >&2; ` : ""}echo "[ERROR]  ${line}. Sleeping for 5 seconds and trying again" >&2; sleep 0.02; done\n`;
+
+  /** The failed tries a run saw before it was stopped. */
+  const tries = (stderr: string) => (stderr.match(/installer: \[ERROR\]/g) ?? []).length;
+
+  for (const [label, curlLine, line, reason, expectedTries] of [
+    [
+      "a name the node cannot resolve",
+      "curl: (6) Could not resolve host: ai-ear.cn",
+      "000 received while downloading the CA certificate",
+      /this node cannot resolve the name in https:\/\/ai-ear\.cn \(curl: \(6\) Could not resolve host: ai-ear\.cn\), 3 tries in a row; check the node's resolver and the libvirt DNS records/,
+      3,
+    ],
+    [
+      "a refused connection",
+      "curl: (7) Failed to connect to ai-ear.cn port 443 after 0 ms: Couldn't connect to server",
+      "000 received while downloading the CA certificate",
+      /Rancher at https:\/\/ai-ear\.cn refuses connections from this node \(curl: \(7\) Failed to connect/,
+      3,
+    ],
+    [
+      "dropped packets",
+      "curl: (28) Connection timed out after 60001 milliseconds",
+      "000 received while testing Rancher connection",
+      /connections from this node to Rancher at https:\/\/ai-ear\.cn time out \(curl: \(28\) Connection timed out after 60001 milliseconds\), 3 tries of 60 s/,
+      3,
+    ],
+    [
+      "a Rancher that accepts but does not answer in time",
+      "curl: (28) Operation timed out after 60000 milliseconds with 0 bytes received",
+      "000 received while testing Rancher connection",
+      /Rancher at https:\/\/ai-ear\.cn accepts connections but sent no answer within 60 s .*5 tries in a row/,
+      5,
+    ],
+    [
+      "a certificate the pinned CA did not sign",
+      "curl: (60) SSL certificate problem: unable to get local issuer certificate",
+      "000 received while testing Rancher connection",
+      /TLS with Rancher at https:\/\/ai-ear\.cn fails \(curl: \(60\) SSL certificate problem: unable to get local issuer certificate\), 3 tries in a row: its certificate is not signed by the CA the node trusts \(rancher\.caCertificate/,
+      3,
+    ],
+    [
+      "404 on /cacerts",
+      "curl: (22) The requested URL returned error: 404",
+      "404 received while downloading the CA certificate",
+      /Rancher at https:\/\/ai-ear\.cn answered 404 while downloading the CA certificate, 3 tries in a row: the URL does not lead to Rancher/,
+      3,
+    ],
+    [
+      "503 on /healthz, which may pass",
+      "curl: (22) The requested URL returned error: 503",
+      "503 received while testing Rancher connection",
+      /Rancher at https:\/\/ai-ear\.cn answered 503 while testing Rancher connection, 24 tries in a row \(about two minutes\): Rancher, or the proxy in front of it, is up but not ready/,
+      24,
+    ],
+    [
+      "502 from the proxy",
+      "curl: (22) The requested URL returned error: 502",
+      "502 received while downloading the CA certificate",
+      /Rancher at https:\/\/ai-ear\.cn answered 502 while downloading the CA certificate, 24 tries in a row/,
+      24,
+    ],
+    [
+      "401 for the connection information, which Rancher answers while its caches sync",
+      "curl: (22) The requested URL returned error: 401",
+      "401 received while downloading Rancher connection information",
+      /Rancher at https:\/\/ai-ear\.cn answered 401 while downloading Rancher connection information, 24 tries in a row \(about two minutes\): Rancher answers so while its caches sync/,
+      24,
+    ],
+  ] as const) {
+    it(`stops at once on what another try cannot change, and waits out what may pass: ${label}`, () => {
+      const r = register(retryingAfter(curlLine, line));
+      assert.equal(r.status, 1, r.stderr);
+      assert.match(
+        r.stderr,
+        new RegExp(`error: the agent installer was stopped: ${reason.source}`),
+      );
+      assert.equal(tries(r.stderr), expectedTries);
+    });
+  }
+
+  it("counts tries of one kind in a row: a 503 between 401s starts the count again", () => {
+    const r = register(
+      [
+        "for i in $(seq 20); do",
+        '  echo "[ERROR]  401 received while downloading Rancher connection information. Sleeping for 5 seconds and trying again" >&2',
+        "done",
+        'echo "[ERROR]  503 received while downloading Rancher connection information. Sleeping for 5 seconds and trying again" >&2',
+        retryingAfter("", "401 received while downloading Rancher connection information"),
+      ].join("\n"),
+    );
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(
+      r.stderr,
+      /answered 401 while downloading Rancher connection information, 24 tries in a row/,
+    );
+    assert.equal(tries(r.stderr), 20 + 1 + 24);
+  });
 });

@@ -107,7 +107,8 @@ if [ -n "$CATTLE_CA_CHECKSUM" ]; then
   CACERT="$(mktemp)"
   i=1
   while [ "$i" -ne "$RETRYCOUNT" ]; do
-    code="$(curl -sS --connect-timeout 60 --max-time 60 --write-out "%{http_code}\n" --insecure -fL "$CATTLE_SERVER/cacerts" -o "$CACERT" 2>/dev/null || true)"
+    # curl's own error line goes to the output, as upstream's does (no redirect there).
+    code="$(curl -sS --connect-timeout 60 --max-time 60 --write-out "%{http_code}\n" --insecure -fL "$CATTLE_SERVER/cacerts" -o "$CACERT" || true)"
     [ "$code" = 200 ] && break
     i=$((i + 1))
     error "${code:-000} received while downloading the CA certificate. Sleeping for 5 seconds and trying again"
@@ -132,7 +133,7 @@ fi
 i=1
 while :; do
   # shellcheck disable=SC2086 # CURL_CAFLAG is empty or two words, as upstream passes it
-  code="$(curl -sS --connect-timeout 60 --max-time 60 --write-out "%{http_code}\n" $CURL_CAFLAG -fL "$CATTLE_SERVER/healthz" -o /dev/null 2>/dev/null || true)"
+  code="$(curl -sS --connect-timeout 60 --max-time 60 --write-out "%{http_code}\n" $CURL_CAFLAG -fL "$CATTLE_SERVER/healthz" -o /dev/null || true)"
   [ "$code" = 200 ] && break
   i=$((i + 1))
   [ "$i" -ne "$RETRYCOUNT" ] || fatal "Error connecting to Rancher. Perhaps --ca-checksum needs to be set?"
