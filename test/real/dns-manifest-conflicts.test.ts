@@ -51,6 +51,22 @@ function put(dir: string, files: Record<string, string>): void {
   }
 }
 
+/** Every file under the server's RKE2 config and data-dirs: path, mtime and size. */
+function snapshot(): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    if (!fs.existsSync(dir)) return;
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else found.push(`${full} ${fs.statSync(full).mtimeMs} ${fs.statSync(full).size}`);
+    }
+  };
+  for (const dir of ["/etc/rancher/rke2", MANIFESTS, "/var/lib/rke2-data"])
+    walk(nodeFile(NODE, dir));
+  return found.sort();
+}
+
 describe("DNS manifest conflicts (lab server, real SSH)", function () {
   this.timeout(120000);
   const cleanUp = () => {
@@ -105,7 +121,27 @@ describe("DNS manifest conflicts (lab server, real SSH)", function () {
     assert.deepEqual((outs as ManifestCheckState).conflicts, []);
   });
 
-  it("reads the manifests directory under the data-dir a drop-in sets", async () => {
+  it("reads the manifests directory under the data-dir a drop-in sets, and changes nothing on a hand-built server", async () => {
+    // A server built by hand: its own node name and token, keys the product does not manage.
+    // (A config.yaml an earlier lab step left there is put back afterwards.)
+    const configFile = nodeFile(NODE, "/etc/rancher/rke2/config.yaml");
+    const earlier = fs.existsSync(configFile) ? fs.readFileSync(configFile) : undefined;
+    const restore = () => {
+      if (earlier) fs.writeFileSync(configFile, earlier);
+      else fs.rmSync(configFile, { force: true });
+    };
+    try {
+      await handBuilt();
+    } finally {
+      restore();
+    }
+  });
+
+  async function handBuilt(): Promise<void> {
+    put("/etc/rancher/rke2", {
+      "config.yaml":
+        "node-name: rke2-ops-a\ntoken: ops-own-token-1234\nkubelet-arg: [max-pods=250]\n",
+    });
     put("/etc/rancher/rke2/config.yaml.d", {
       "10-data-dir.yaml": "data-dir: /var/lib/rke2-data\n",
     });
@@ -116,11 +152,15 @@ describe("DNS manifest conflicts (lab server, real SSH)", function () {
       "rke2-remediation-dns.yaml": OPERATOR_CONFIG,
       "coredns.YML": OPERATOR_CONFIG,
     });
+    const before = snapshot();
     await assert.rejects(
       manifestCheckProvider.create!(check(DNS_MANIFEST_PATH)),
       (err: Error) =>
         err.message.includes("/var/lib/rke2-data/server/manifests/coredns.YML defines") &&
         !err.message.includes("rke2-data/server/manifests/rke2-remediation-dns.yaml"),
     );
-  });
+    // Read-only: every file of the server's RKE2 config and data-dirs as it was, none moved.
+    assert.deepEqual(snapshot(), before);
+    assert.ok(before.some((f) => f.includes("coredns.YML")));
+  }
 });
