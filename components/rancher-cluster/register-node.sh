@@ -144,7 +144,7 @@ fi
 #     for the connection information: Rancher answers a registration token it does not know
 #     with 500, "machine not found by request" (rancher/rancher@v2.14.3
 #     pkg/capr/configserver/server.go findSA, custom.go findMachineByClusterToken);
-#   - TRANSIENT_TRIES (24, about two minutes) where Rancher answers that it is not ready yet:
+#   - TRANSIENT_TRIES (24, about two minutes: install.sh sleeps 5 s after each) where Rancher answers that it is not ready yet:
 #     401 for the connection information, which the config server sends while its secret and
 #     token informers have not synced (ServeHTTP's HasSynced check) and while the machine is not
 #     in its cache, and 502, 503 and 504 from Rancher or the proxy before it;
@@ -191,31 +191,32 @@ tries_for() {
   esac
 }
 
-# Why the installer was stopped: KIND, TRIES, what it was doing, the code and curl's line.
+# Why the installer was stopped: KIND, how often it was seen ("3 tries in a row"), what it was
+# doing, the code and curl's line.
 failure_reason() {
   local kind="$1" tries="$2" what="$3" code="$4" curl_line="$5" at="Rancher at $CATTLE_SERVER"
   local again="then run pulumi up again"
   local seen="${curl_line:+ ($curl_line)}"
   case "$kind" in
-    dns) echo "this node cannot resolve the name in $CATTLE_SERVER${seen}, $tries tries in a row; check the node's resolver and the libvirt DNS records of that name (libvirt.dnsRecords), $again" ;;
-    refused) echo "$at refuses connections from this node${seen}, $tries tries in a row: nothing listens there, or a firewall rejects them; check rancher.url's address and port and the firewall between them, $again" ;;
-    dropped) echo "connections from this node to $at time out${seen}, $tries tries of 60 s in a row: something on the way drops them; check the route and the firewalls between them, $again" ;;
-    slow) echo "$at accepts connections but sent no answer within 60 s${seen}, $tries tries in a row: it is overloaded or stuck; look at Rancher's pods and logs, $again" ;;
-    tls) echo "TLS with $at fails${seen}, $tries tries in a row: its certificate is not signed by the CA the node trusts (rancher.caCertificate, pinned by --ca-checksum) or does not name that host; set rancher.caCertificate to the CA that signed it, $again" ;;
-    unreachable) echo "$at does not answer from this node (no connection, $tries tries in a row); check its address, DNS and the firewall between them, $again" ;;
-    token) echo "$at refuses the registration token ($tries tries in a row; Rancher answers 500 to a token it does not know); the cluster's registration token may have been rotated or the cluster removed: run pulumi up again to fetch the current command" ;;
-    unsynced) echo "$at answered 401 while $what, $tries tries in a row (about two minutes): Rancher answers so while its caches sync after a start and before the machine is known; if Rancher has been up for minutes, the registration token may be stale: run pulumi up again to fetch the current command" ;;
-    unavailable) echo "$at answered $code while $what, $tries tries in a row (about two minutes): Rancher, or the proxy in front of it, is up but not ready; wait until Rancher answers, $again" ;;
-    notfound) echo "$at answered 404 while $what, $tries tries in a row: the URL does not lead to Rancher (another service or a proxy path at that address); check rancher.url, $again" ;;
-    forbidden) echo "$at answered 403 while $what, $tries tries in a row: something in front of Rancher forbids the request from this node; check the proxy or firewall rules, $again" ;;
-    invalid) echo "the connection information $at sent failed rancher-system-agent's validation, $tries tries in a row; look at Rancher's logs, $again" ;;
-    *) echo "$at answered $code while $what, $tries tries in a row; $again" ;;
+    dns) echo "this node cannot resolve the name in $CATTLE_SERVER${seen}, $tries; check the node's resolver and the libvirt DNS records of that name (libvirt.dnsRecords), $again" ;;
+    refused) echo "$at refuses connections from this node${seen}, $tries: nothing listens there, or a firewall rejects them; check rancher.url's address and port and the firewall between them, $again" ;;
+    dropped) echo "connections from this node to $at time out${seen}, $tries (60 s each): something on the way drops them; check the route and the firewalls between them, $again" ;;
+    slow) echo "$at accepts connections but sent no answer within 60 s${seen}, $tries: it is overloaded or stuck; look at Rancher's pods and logs, $again" ;;
+    tls) echo "TLS with $at fails${seen}, $tries: its certificate is not signed by the CA the node trusts (rancher.caCertificate, pinned by --ca-checksum) or does not name that host; set rancher.caCertificate to the CA that signed it, or rancher.url to a name the certificate carries, $again" ;;
+    unreachable) echo "$at does not answer from this node (no connection, $tries); check its address, DNS and the firewall between them, $again" ;;
+    token) echo "$at refuses the registration token ($tries; Rancher answers 500 to a token it does not know); the cluster's registration token may have been rotated or the cluster removed: run pulumi up again to fetch the current command" ;;
+    unsynced) echo "$at answered 401 while $what, $tries: Rancher answers so while its caches sync after a start and before the machine is known; if Rancher has been up for minutes, the registration token may be stale: run pulumi up again to fetch the current command" ;;
+    unavailable) echo "$at answered $code while $what, $tries: Rancher, or the proxy in front of it, is up but not ready; wait until Rancher answers, $again" ;;
+    notfound) echo "$at answered 404 while $what, $tries: the URL does not lead to Rancher (another service or a proxy path at that address); check rancher.url, $again" ;;
+    forbidden) echo "$at answered 403 while $what, $tries: something in front of Rancher forbids the request from this node; check the proxy or firewall rules, $again" ;;
+    invalid) echo "the connection information $at sent failed rancher-system-agent's validation, $tries; look at Rancher's logs, $again" ;;
+    *) echo "$at answered $code while $what, $tries; $again" ;;
   esac
 }
 
 run_installer() {
   local fifo installer line why="" last="" mismatch="" download="" curl_line=""
-  local kind="" streak="" tries=0 code what
+  local kind="" streak="" tries=0 since=0 code what times
   fifo="$(mktemp -u)"
   mkfifo -m 0600 "$fifo"
   # Its own session, so the whole pipeline can be stopped; the script text names no values.
@@ -246,19 +247,23 @@ run_installer() {
         ;;
       *"received while"* | *"Error while connecting to Rancher"* | *"failed validation"*)
         kind="$(failure_kind "$line" "$curl_line")"
-        if [ "$kind" = "$streak" ]; then tries=$((tries + 1)); else streak="$kind" tries=1; fi
+        if [ "$kind" = "$streak" ]; then tries=$((tries + 1)); else streak="$kind" tries=1 since=$SECONDS; fi
         if [ "$tries" -ge "$(tries_for "$kind")" ]; then
+          times="$tries tries in a row"
+          case "$kind" in unsynced | unavailable | slow) times+=" over $((SECONDS - since)) s" ;; esac
           code=""
           [[ "$line" =~ ([0-9]{3})\ received\ while ]] && code="${BASH_REMATCH[1]}"
           what="${line#*received while }"
           what="${what%%. Sleeping*}"
-          why="$(failure_reason "$kind" "$tries" "$what" "$code" "$curl_line")"
+          why="$(failure_reason "$kind" "$times" "$what" "$code" "$curl_line")"
           break
         fi
         curl_line=""
         ;;
-      *"Sleeping for 5 seconds"*) ;;
-      *[![:space:]]*) streak="" tries=0 curl_line="" ;;
+      # A step install.sh got through ends the run of failed tries. Other lines change nothing:
+      # curl's advice after a TLS failure ("More details here: ...") comes between its error
+      # line and install.sh's, on every try.
+      "[INFO]"*) streak="" tries=0 curl_line="" ;;
     esac
   done <"$fifo"
   if [ -n "$why" ]; then
@@ -277,7 +282,11 @@ run_installer() {
   if ! wait "$installer"; then
     rm -f "$fifo"
     if [ -n "$download" ]; then
-      echo "error: the agent installer could not be downloaded from $INSTALLER_URL ($download): Rancher does not answer from this node; check its address, DNS and the firewall between them, then run pulumi up again" >&2
+      # The installer comes from Rancher too: its download fails first, for the same causes.
+      code=""
+      [[ "$download" =~ returned\ error:\ ([0-9]{3}) ]] && code="${BASH_REMATCH[1]}"
+      kind="$(failure_kind "${code:+$code received while downloading the agent installer}" "$download")"
+      echo "error: the agent installer could not be downloaded from $INSTALLER_URL: $(failure_reason "$kind" "at its download" "downloading the agent installer" "$code" "$download")" >&2
     elif [ -n "$mismatch" ]; then
       echo "error: the agent installer stopped: the CA Rancher serves at $CATTLE_SERVER/cacerts is not the one rancher.caCertificate pins ($mismatch); set rancher.caCertificate to the CA exactly as Rancher serves it, or Rancher's cacerts setting to the CA that signed its certificate" >&2
     else

@@ -126,6 +126,59 @@ function clusterAgentLog(octet: number): string {
     .join("");
 }
 
+/**
+ * The product's cluster wait, as ClusterSync runs it, following the worker's machine (.30) in
+ * `cluster`; its lines go to `log`, and `onInfo` runs at each of its info lines.
+ */
+function waitForWorker(cluster: ClusterView, log: string[], onInfo = () => {}) {
+  const info = connectionInfo(WORKER);
+  return waitForCluster(
+    {
+      cluster: cluster.name,
+      after: "worker",
+      apiToken: API_TOKEN,
+      timeoutSeconds: 120,
+      pollSeconds: 1,
+      machines: [{ node: "n30", namespace: info.namespace, secretName: info.secretName }],
+    },
+    {
+      fetchCluster: () => rancher("GET", `/v3/clusters/${cluster.id}`),
+      fetchPlanSecret: (m) =>
+        rancher("GET", `/api/v1/namespaces/${m.namespace}/secrets/${m.secretName}`),
+      checkAgent: async () => "",
+      now: () => Date.now(),
+      sleep,
+      info: (line) => {
+        log.push(line);
+        onInfo();
+      },
+      warn: (line) => log.push(line),
+    },
+  );
+}
+
+/**
+ * Rancher reachable from the nodes whatever state other tests left: its name on the libvirt
+ * network and its port open on .20. Returns whether the DNS record was added here (to remove).
+ */
+function reachRancher(): boolean {
+  let added = false;
+  if (!digA("ai-ear.cn").includes(RANCHER_IP)) {
+    handAddDnsHost(RANCHER_IP, "ai-ear.cn");
+    added = true;
+  }
+  assert.equal(inNamespace(labNs("n20"), ["iptables", "-I", ...ALLOW_HTTPS]).status, 0);
+  return added;
+}
+
+/** A new downstream cluster in Rancher, named `<prefix>-<time>`. */
+async function newCluster(prefix: string): Promise<ClusterView> {
+  return (await rancher("POST", "/v3/clusters", {
+    name: `${prefix}-${Date.now()}`,
+    kubernetesVersion: "v1.35.7+rke2r1",
+  })) as unknown as ClusterView;
+}
+
 function labDns(mode: string) {
   const r = lab("dns", mode);
   assert.equal(r.status, 0, r.stderr);
@@ -138,17 +191,8 @@ describe("Rancher stand-in: what Rancher v2.14.3 does with registered nodes", fu
 
   before(async () => {
     for (const node of [FIRST, WORKER]) assert.equal(lab("reset-node", String(node)).status, 0);
-    // Rancher's name on the libvirt network, and Rancher's port open on .20 whatever state the
-    // other tests left its firewall in.
-    if (!digA("ai-ear.cn").includes(RANCHER_IP)) {
-      handAddDnsHost(RANCHER_IP, "ai-ear.cn");
-      addedRecord = true;
-    }
-    assert.equal(inNamespace(labNs("n20"), ["iptables", "-I", ...ALLOW_HTTPS]).status, 0);
-    cluster = (await rancher("POST", "/v3/clusters", {
-      name: `standin-${Date.now()}`,
-      kubernetesVersion: "v1.35.7+rke2r1",
-    })) as unknown as ClusterView;
+    addedRecord = reachRancher();
+    cluster = await newCluster("standin");
     assert.match(cluster.id, /^c-m-[0-9a-z]{8}$/);
   });
 
@@ -310,31 +354,8 @@ describe("Rancher stand-in: what Rancher v2.14.3 does with registered nodes", fu
       assert.equal(r.status, 0, r.out);
       const right = (await rancher("GET", `/v3/clusters/${cluster.id}`)) as unknown;
       assert.equal(clusterProgress(right).done, true, JSON.stringify(right));
-      const info = connectionInfo(WORKER);
       const log: string[] = [];
-      await waitForCluster(
-        {
-          cluster: cluster.name,
-          after: "worker",
-          apiToken: API_TOKEN,
-          timeoutSeconds: 120,
-          pollSeconds: 1,
-          machines: [{ node: "n30", namespace: info.namespace, secretName: info.secretName }],
-        },
-        {
-          fetchCluster: () => rancher("GET", `/v3/clusters/${cluster.id}`),
-          fetchPlanSecret: (m) =>
-            rancher("GET", `/api/v1/namespaces/${m.namespace}/secrets/${m.secretName}`),
-          checkAgent: async () => "",
-          now: () => Date.now(),
-          sleep,
-          info: (line) => {
-            log.push(line);
-            fs.rmSync(holdFile, { force: true });
-          },
-          warn: (line) => log.push(line),
-        },
-      );
+      await waitForWorker(cluster, log, () => fs.rmSync(holdFile, { force: true }));
       assert.match(
         log[0],
         /waiting \(0 s of 120 s\): active; n30: Rancher's planner has not planned it yet/,
@@ -350,6 +371,54 @@ describe("Rancher stand-in: what Rancher v2.14.3 does with registered nodes", fu
       assert.equal(unitState(WORKER, "rke2-agent.service").active, true);
     } finally {
       fs.rmSync(holdFile, { force: true });
+    }
+  });
+
+  it("a machine whose plan fails: the wait ends with the failure, naming the machine, within 30 s of it", async () => {
+    // The node registers as a new machine whose RKE2 install fails (the installer stand-in fails
+    // as a failed download does). Rancher's planner allows no failure (max-failures -1), so the
+    // plan counts as failed at the agent's first failed try, and the wait stops there.
+    const forget = onNode(
+      WORKER,
+      "systemctl stop rancher-system-agent; systemctl disable rancher-system-agent; rm -rf /etc/rancher/agent /var/lib/rancher/agent\n" +
+        "systemctl stop rke2-agent; systemctl disable rke2-agent; touch /etc/rancher/standin-install-fails\n",
+    );
+    assert.equal(forget.status, 0, forget.out);
+    try {
+      const r = install(WORKER, cluster, "--worker");
+      assert.equal(r.status, 0, r.out);
+      const log: string[] = [];
+      let endedAt = 0;
+      const error = await waitForWorker(cluster, log).then(
+        () => assert.fail(`the wait ended as if the plan had applied: ${log.join("\n")}`),
+        (e: Error) => {
+          endedAt = Date.now();
+          return e;
+        },
+      );
+      assert.match(
+        error.message,
+        /n30: its agent failed to apply Rancher's plan 1 time\(s\), and the planner allows no failure: Rancher marks the machine's plan as failed and retries no more; see journalctl -u rancher-system-agent/,
+      );
+      // The agent's record of the failure, in the secret as watcher.go writes it.
+      const secret = await planSecret(WORKER);
+      const field = (k: string) => Buffer.from(secret.data[k] ?? "", "base64").toString();
+      const plan = Buffer.from(secret.data.plan, "base64");
+      assert.equal(field("failed-checksum"), createHash("sha256").update(plan).digest("hex"));
+      assert.equal(field("max-failures"), "-1");
+      const failedAt = Date.parse(field("last-apply-time").replace(" UTC ", " GMT "));
+      assert.ok(Number.isFinite(failedAt), field("last-apply-time"));
+      const seconds = (endedAt - failedAt) / 1000;
+      assert.ok(seconds < 30, `the wait ended ${seconds} s after the plan failed`);
+      assert.equal(unitState(WORKER, "rke2-agent.service").active, false);
+      // Rancher's own view of the cluster does not say it: a machine that never applied a plan
+      // is "waiting for agent to check in" before anything else (store.go
+      // getPlanStatusReasonMessage), which is why the wait reads the plan secret.
+      await until(cluster.id, (c) =>
+        /waiting for agent to check in and apply initial plan/.test(updated(c)?.message ?? ""),
+      );
+    } finally {
+      onNode(WORKER, "rm -f /etc/rancher/standin-install-fails\n");
     }
   });
 });
@@ -391,9 +460,9 @@ describe("a registration that cannot succeed fails within a minute, naming why",
     TIMEOUT_SECONDS: "600",
     POLL_SECONDS: "2",
   });
-  const leaks = (lines: Set<string>) =>
+  const leaks = (lines: Set<string>, token = TOKEN) =>
     [...lines].filter(
-      (c) => c.includes(TOKEN) && !/^curl .*Authorization: Bearer .*\/v3\/connect\/agent/.test(c),
+      (c) => c.includes(token) && !/^curl .*Authorization: Bearer .*\/v3\/connect\/agent/.test(c),
     );
 
   let addedRecord = false;
@@ -401,11 +470,7 @@ describe("a registration that cannot succeed fails within a minute, naming why",
   before(() => {
     assert.equal(lab("reset-node", String(WORKER)).status, 0);
     checksum = sha256(CA.endsWith("\n") ? CA : `${CA}\n`);
-    if (!digA("ai-ear.cn").includes(RANCHER_IP)) {
-      handAddDnsHost(RANCHER_IP, "ai-ear.cn");
-      addedRecord = true;
-    }
-    assert.equal(inNamespace(labNs("n20"), ["iptables", "-I", ...ALLOW_HTTPS]).status, 0);
+    addedRecord = reachRancher();
   });
   after(() => {
     inNamespace(labNs("n20"), ["iptables", "-D", ...REJECT_HTTPS]);
@@ -446,11 +511,136 @@ describe("a registration that cannot succeed fails within a minute, naming why",
     // The installer itself comes from Rancher: its download is what fails first.
     assert.match(
       r.out,
-      /error: the agent installer could not be downloaded from https:\/\/ai-ear\.cn\/system-agent-install\.sh \(curl: \(7\) [^)]*\): Rancher does not answer from this node/,
+      /error: the agent installer could not be downloaded from https:\/\/ai-ear\.cn\/system-agent-install\.sh: Rancher at https:\/\/ai-ear\.cn refuses connections from this node \(curl: \(7\) [^)]*\), at its download/,
     );
     assert.ok(r.seconds < 60, `took ${r.seconds} s`);
     assert.deepEqual(leaks(r.commandLines), []);
   });
+
+  // Rancher's certificate names ai-ear.cn only (the lab's server.pem): reached by its address,
+  // TLS fails as it does for a certificate the pinned CA did not sign (curl 60 either way).
+  const byAddress = () => ({
+    ...params(),
+    INSTALLER_URL: `https://${RANCHER_IP}/system-agent-install.sh`,
+    CATTLE_SERVER: `https://${RANCHER_IP}`,
+  });
+
+  it("TLS that fails (a certificate that does not name the host): the installer's download says so", async () => {
+    inNamespace(labNs("n20"), ["iptables", "-D", ...REJECT_HTTPS]);
+    const r = await registerWith(WORKER, byAddress());
+    assert.equal(r.status, 1, r.out);
+    assert.match(
+      r.out,
+      /error: the agent installer could not be downloaded from https:\/\/192\.168\.122\.20\/system-agent-install\.sh: TLS with Rancher at https:\/\/192\.168\.122\.20 fails \(curl: \(60\) [^)]*\), at its download: its certificate is not signed by the CA the node trusts .* or does not name that host/,
+    );
+    assert.ok(r.seconds < 30, `took ${r.seconds} s`);
+  });
+
+  it("TLS that fails behind an insecure download (the stack's opt-in): install.sh's own check is stopped after 3 tries", async () => {
+    // The installer comes with --insecure; install.sh fetches /cacerts with --insecure as well
+    // and its checksum matches; /healthz, trusting that CA, then fails on the name
+    // (rancher/system-agent@v0.14.0 install.sh validate_rancher_connection).
+    const r = await registerWith(WORKER, { ...byAddress(), INSECURE: "true" });
+    assert.equal(r.status, 1, r.out);
+    assert.match(r.out, /installer: curl: \(60\) /);
+    assert.match(
+      r.out,
+      /error: the agent installer was stopped: TLS with Rancher at https:\/\/192\.168\.122\.20 fails \(curl: \(60\) [^)]*\), 3 tries in a row: its certificate/,
+    );
+    assert.ok(r.seconds < 30, `took ${r.seconds} s`);
+    assert.deepEqual(leaks(r.commandLines), []);
+  });
+});
+
+describe("a Rancher that has just started: its config server answers 503, then 401, then registers", function () {
+  this.timeout(300000);
+  const configServer = path.join(LAB_DIR, "rancher", "config-server");
+  let cluster: ClusterView;
+  let checksum = "";
+  let addedRecord = false;
+  /** The config server's next `capi` answers are 503, the `informers` after them 401. */
+  const startingFor = (capi: number, informers: number) =>
+    fs.writeFileSync(
+      configServer,
+      JSON.stringify({ capiNotReadyFor: capi, informersUnsyncedFor: informers }),
+    );
+  const params = (extra: Record<string, string> = {}) => ({
+    MODE: "apply",
+    INSTALLER_URL: `${SERVER}/system-agent-install.sh`,
+    CATTLE_SERVER: SERVER,
+    CATTLE_TOKEN: cluster.registrationToken.token,
+    CATTLE_CA_CHECKSUM: checksum,
+    INSECURE: "false",
+    ROLE_FLAGS: "--worker",
+    RANCHER_CA: CA,
+    RANCHER_HOST: "ai-ear.cn",
+    TIMEOUT_SECONDS: "120",
+    POLL_SECONDS: "1",
+    ...extra,
+  });
+  const leaks = (lines: Set<string>) =>
+    [...lines].filter(
+      (c) =>
+        c.includes(cluster.registrationToken.token) &&
+        !/^curl .*Authorization: Bearer .*\/v3\/connect\/agent/.test(c),
+    );
+
+  before(async () => {
+    assert.equal(lab("reset-node", String(WORKER)).status, 0);
+    checksum = sha256(CA.endsWith("\n") ? CA : `${CA}\n`);
+    addedRecord = reachRancher();
+    cluster = await newCluster("starting");
+  });
+  afterEach(() => {
+    fs.rmSync(configServer, { force: true });
+    lab("reset-node", String(WORKER));
+  });
+  after(async () => {
+    if (cluster) await rancher("DELETE", `/v3/clusters/${cluster.id}`);
+    inNamespace(labNs("n20"), ["iptables", "-D", ...ALLOW_HTTPS]);
+    if (addedRecord) handDeleteDnsHost(RANCHER_IP);
+  });
+
+  it("503 while CAPI is not ready, then 401 while its caches sync: the installer's retries carry the registration through", async () => {
+    startingFor(2, 2);
+    const r = await registerWith(WORKER, params());
+    assert.equal(r.status, 0, r.out);
+    const answers = [...r.out.matchAll(/(\d{3}) received while downloading Rancher connection/g)];
+    assert.deepEqual(
+      answers.map((a) => a[1]),
+      ["503", "503", "401", "401"],
+    );
+    assert.match(r.out, /ok: rancher-system-agent is active/);
+    // Four tries 5 s apart, then the one that registers.
+    assert.ok(r.seconds < 4 * 6 + 15, `took ${r.seconds} s`);
+    assert.deepEqual(leaks(r.commandLines), []);
+  });
+
+  // The bound itself (24 tries, about two minutes) is the unit tier's; here a bound of 4 tries
+  // shows the real installer's lines read and named.
+  for (const [label, capi, informers, reason] of [
+    [
+      "401 that lasts (caches that never sync, or a stale token)",
+      0,
+      1000,
+      /Rancher at https:\/\/ai-ear\.cn answered 401 while downloading Rancher connection information, 4 tries in a row over \d+ s: Rancher answers so while its caches sync/,
+    ],
+    [
+      "503 that lasts (CAPI never available)",
+      1000,
+      0,
+      /Rancher at https:\/\/ai-ear\.cn answered 503 while downloading Rancher connection information, 4 tries in a row over \d+ s: Rancher, or the proxy in front of it, is up but not ready/,
+    ],
+  ] as const) {
+    it(`a ${label} is stopped at the bound, named`, async () => {
+      startingFor(capi, informers);
+      const r = await registerWith(WORKER, params({ TRANSIENT_TRIES: "4" }));
+      assert.equal(r.status, 1, r.out);
+      assert.match(r.out, new RegExp(`error: the agent installer was stopped: ${reason.source}`));
+      assert.ok(r.seconds < 4 * 6 + 10, `took ${r.seconds} s`);
+      assert.deepEqual(leaks(r.commandLines), []);
+    });
+  }
 });
 
 /** The first run of 8 characters of any of `secrets` that `text` holds, or undefined. */

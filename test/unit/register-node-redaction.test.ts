@@ -43,7 +43,10 @@ describe("register-node.sh when the agent installer fails", function () {
     // The installer the fake curl serves is the file named by $INSTALLER_BODY.
     fs.writeFileSync(
       path.join(bin, "curl"),
-      `#!/bin/bash\nprintf '%s\\n' "curl $*" >>${argvLog}\ncat "$INSTALLER_BODY"\n`,
+      `#!/bin/bash\nprintf '%s\\n' "curl $*" >>${argvLog}\n` +
+        // A failed download: curl's own error line and its exit code.
+        `if [ -n "$CURL_FAILS" ]; then echo "$CURL_FAILS" >&2; exit "\${CURL_EXIT:-1}"; fi\n` +
+        `cat "$INSTALLER_BODY"\n`,
       { mode: 0o755 },
     );
     fs.writeFileSync(path.join(bin, "systemctl"), "#!/bin/bash\nexit 1\n", { mode: 0o755 });
@@ -51,7 +54,7 @@ describe("register-node.sh when the agent installer fails", function () {
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   /** Runs register-node.sh with an installer of these lines; returns its result. */
-  function register(installer: string) {
+  function register(installer: string, env: Record<string, string> = {}) {
     const body = path.join(dir, "installer.sh");
     fs.writeFileSync(body, installer);
     fs.rmSync(argvLog, { force: true });
@@ -73,7 +76,7 @@ describe("register-node.sh when the agent installer fails", function () {
       input: text,
       encoding: "utf8",
       timeout: 60000,
-      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, INSTALLER_BODY: body },
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, INSTALLER_BODY: body, ...env },
     });
     return { ...r, seconds: (Date.now() - started) / 1000 };
   }
@@ -93,6 +96,38 @@ describe("register-node.sh when the agent installer fails", function () {
     assert.match(argv, /^curl /m, "the installer never ran");
     assert.ok(!argv.includes(TOKEN), `a command line carried the token:\n${argv}`);
   });
+
+  for (const [label, curlLine, exit, reason] of [
+    [
+      "TLS",
+      "curl: (60) SSL: no alternative certificate subject name matches target host name '192.168.122.20'",
+      "60",
+      /TLS with Rancher at https:\/\/ai-ear\.cn fails \(curl: \(60\) SSL: no alternative [^)]*\), at its download: its certificate is not signed by the CA the node trusts/,
+    ],
+    [
+      "a refused connection",
+      "curl: (7) Failed to connect to ai-ear.cn port 443 after 1 ms: Couldn't connect to server",
+      "7",
+      /Rancher at https:\/\/ai-ear\.cn refuses connections from this node \(curl: \(7\) [^)]*\), at its download: nothing listens there/,
+    ],
+    [
+      "404",
+      "curl: (22) The requested URL returned error: 404",
+      "22",
+      /Rancher at https:\/\/ai-ear\.cn answered 404 while downloading the agent installer, at its download: the URL does not lead to Rancher/,
+    ],
+  ] as const) {
+    it(`names the cause when the installer's own download fails: ${label}`, () => {
+      const r = register("exit 0\n", { CURL_FAILS: curlLine, CURL_EXIT: exit });
+      assert.equal(r.status, 1, r.stderr);
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `error: the agent installer could not be downloaded from https://ai-ear\\.cn/system-agent-install\\.sh: ${reason.source}`,
+        ),
+      );
+    });
+  }
 
   it("names a CA checksum mismatch, which ends install.sh at once", () => {
     const r = register(
@@ -170,7 +205,7 @@ describe("register-node.sh when the agent installer fails", function () {
       "dropped packets",
       "curl: (28) Connection timed out after 60001 milliseconds",
       "000 received while testing Rancher connection",
-      /connections from this node to Rancher at https:\/\/ai-ear\.cn time out \(curl: \(28\) Connection timed out after 60001 milliseconds\), 3 tries of 60 s/,
+      /connections from this node to Rancher at https:\/\/ai-ear\.cn time out \(curl: \(28\) Connection timed out after 60001 milliseconds\), 3 tries in a row \(60 s each\)/,
       3,
     ],
     [
@@ -181,8 +216,15 @@ describe("register-node.sh when the agent installer fails", function () {
       5,
     ],
     [
-      "a certificate the pinned CA did not sign",
-      "curl: (60) SSL certificate problem: unable to get local issuer certificate",
+      "a certificate the pinned CA did not sign, curl's advice between the tries",
+      [
+        "curl: (60) SSL certificate problem: unable to get local issuer certificate",
+        "More details here: https://curl.se/docs/sslcerts.html",
+        "",
+        "curl failed to verify the legitimacy of the server and therefore could not",
+        "establish a secure connection to it. To learn more about this situation and",
+        "how to fix it, please visit the web page mentioned above.",
+      ].join("\n"),
       "000 received while testing Rancher connection",
       /TLS with Rancher at https:\/\/ai-ear\.cn fails \(curl: \(60\) SSL certificate problem: unable to get local issuer certificate\), 3 tries in a row: its certificate is not signed by the CA the node trusts \(rancher\.caCertificate/,
       3,
@@ -198,7 +240,7 @@ describe("register-node.sh when the agent installer fails", function () {
       "503 on /healthz, which may pass",
       "curl: (22) The requested URL returned error: 503",
       "503 received while testing Rancher connection",
-      /Rancher at https:\/\/ai-ear\.cn answered 503 while testing Rancher connection, 24 tries in a row \(about two minutes\): Rancher, or the proxy in front of it, is up but not ready/,
+      /Rancher at https:\/\/ai-ear\.cn answered 503 while testing Rancher connection, 24 tries in a row over \d+ s: Rancher, or the proxy in front of it, is up but not ready/,
       24,
     ],
     [
@@ -212,7 +254,7 @@ describe("register-node.sh when the agent installer fails", function () {
       "401 for the connection information, which Rancher answers while its caches sync",
       "curl: (22) The requested URL returned error: 401",
       "401 received while downloading Rancher connection information",
-      /Rancher at https:\/\/ai-ear\.cn answered 401 while downloading Rancher connection information, 24 tries in a row \(about two minutes\): Rancher answers so while its caches sync/,
+      /Rancher at https:\/\/ai-ear\.cn answered 401 while downloading Rancher connection information, 24 tries in a row over \d+ s: Rancher answers so while its caches sync/,
       24,
     ],
   ] as const) {
@@ -226,6 +268,21 @@ describe("register-node.sh when the agent installer fails", function () {
       assert.equal(tries(r.stderr), expectedTries);
     });
   }
+
+  it("counts tries of one kind in a row: a step install.sh gets through starts the count again", () => {
+    const r = register(
+      [
+        "for i in 1 2; do",
+        '  echo "[ERROR]  000 received while downloading the CA certificate. Sleeping for 5 seconds and trying again" >&2',
+        "done",
+        'echo "[INFO]  Successfully downloaded CA certificate" >&2',
+        retryingAfter("", "000 received while testing Rancher connection"),
+      ].join("\n"),
+    );
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /does not answer from this node \(no connection, 3 tries in a row\)/);
+    assert.equal(tries(r.stderr), 2 + 3);
+  });
 
   it("counts tries of one kind in a row: a 503 between 401s starts the count again", () => {
     const r = register(

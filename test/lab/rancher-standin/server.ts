@@ -51,6 +51,13 @@
  *     pkg/controllers/provisioningv2/provisioningcluster/controller.go reconcileCondition(mgmtCluster,
  *     capr.Updated, rkeCP, capr.Ready)); `Connected` is the cluster agent's connection
  *     (pkg/controllers/management/clusterconnected/clusterconnected.go).
+ *   - A starting Rancher, on a test's word (<dir>/config-server): `/v3/connect/agent` answers 503
+ *     while CAPI is not available, then 401 while the config server's informers have not synced
+ *     (pkg/capr/configserver/server.go ServeHTTP).
+ *   - A failed plan: the plan secret carries `max-failures` -1 and `failure-threshold` 1 for every
+ *     Linux tier (planner.go fullReconcile, store.go UpdatePlan) and keeps the agent's failure
+ *     record (failed-checksum, failure-count, failed-output); the machine's message is then
+ *     "failure while applying plan" (store.go SecretToNode, getPlanStatusReasonMessage).
  *   - `/v3/connect/register` (X-API-Tunnel-Token: the cluster's registration token): the cluster
  *     agent's connection (cmd/agent/main.go dials wss://<host>/v3/connect/register).
  * Simplified: a plan is {files, RKE2 release to install, unit to start}; probes are reported by
@@ -105,6 +112,12 @@ interface Machine {
   labels?: string;
   /** The agent's `probe-statuses` (rancher/system-agent@v0.14.0 pkg/prober/prober.go). */
   probes?: Record<string, { healthy?: boolean }>;
+  /**
+   * The agent's record of a failed plan, as it writes it into the secret (base64 values:
+   * `failed-checksum`, `failure-count`, `failed-output`, `success-count`, `last-apply-time`;
+   * rancher/system-agent@v0.14.0 pkg/k8splan/watcher.go).
+   */
+  failure?: Record<string, string>;
   joinUrl?: string;
 }
 
@@ -266,6 +279,22 @@ function desiredPlan(c: Cluster, m: Machine, joinServer: string): NodePlan {
   };
 }
 
+/**
+ * What the planner passes to UpdatePlan for the bootstrap, etcd, control-plane and Linux worker
+ * tiers: maxFailures -1 (the agent retries for ever, 30 s apart) and failureThreshold 1 (the
+ * first failure counts) (rancher/rancher@v2.14.3 pkg/capr/planner/planner.go fullReconcile's
+ * reconcile calls; store.go UpdatePlan writes them as `max-failures` and `failure-threshold`).
+ */
+const MAX_FAILURES = -1;
+const FAILURE_THRESHOLD = 1;
+
+/** The agent's failure count for the machine's current plan (0 when it failed another). */
+function failedCount(m: Machine): number {
+  const read = (k: string) => Buffer.from(m.failure?.[k] ?? "", "base64").toString();
+  if (!m.planChecksum || read("failed-checksum") !== m.planChecksum) return 0;
+  return Number(read("failure-count")) || 0;
+}
+
 /** store.go getPlanStatusReasonMessage. */
 function planStatusMessage(m: Machine): string {
   if (!m.plan) {
@@ -275,6 +304,10 @@ function planStatusMessage(m: Machine): string {
   }
   if (m.appliedChecksum === undefined)
     return "waiting for agent to check in and apply initial plan";
+  // store.go SecretToNode: Failed when failure-count > 0 for this plan's checksum and at least
+  // the failure-threshold the planner set (1 for the Linux tiers).
+  if (m.appliedChecksum !== m.planChecksum && failedCount(m) >= FAILURE_THRESHOLD)
+    return "failure while applying plan";
   if (m.appliedChecksum !== m.planChecksum) return "waiting for plan to be applied";
   const unhealthy = probeNames(m).filter((p) => m.probes?.[p]?.healthy !== true);
   if (unhealthy.length > 0) return `waiting for probes: ${unhealthy.sort().join(", ")}`;
@@ -459,12 +492,25 @@ function view(c: Cluster) {
 
 // --- Kubernetes objects through Rancher's proxy ---------------------------------------------------
 
+const FAILURE_KEYS = [
+  "failed-checksum",
+  "failure-count",
+  "failed-output",
+  "success-count",
+  "last-apply-time",
+];
+
 function planSecret(c: Cluster, m: Machine) {
   const b64 = (s: string) => Buffer.from(s).toString("base64");
   const data: Record<string, string> = {};
   if (m.plan) data.plan = b64(JSON.stringify(m.plan));
   if (m.appliedChecksum) data["applied-checksum"] = b64(m.appliedChecksum);
   if (m.probes) data["probe-statuses"] = b64(JSON.stringify(m.probes));
+  if (m.plan) {
+    data["max-failures"] = b64(String(MAX_FAILURES));
+    data["failure-threshold"] = b64(String(FAILURE_THRESHOLD));
+  }
+  for (const [k, v] of Object.entries(m.failure ?? {})) data[k] = v;
   return {
     apiVersion: "v1",
     kind: "Secret",
@@ -509,6 +555,31 @@ function kubeconfigFor(m: Machine): string {
 
 // --- HTTP --------------------------------------------------------------------------------------
 
+/**
+ * Where the config server is in Rancher's start, from <dir>/config-server when it exists:
+ * {"capiNotReadyFor": n, "informersUnsyncedFor": m} (a test plays a Rancher that has just
+ * started with it): the next n requests find CAPI not available, the m after them find the
+ * informers not synced. Counted in requests rather than seconds, so a test does not race the
+ * installer's 5 s between tries. With no file, or both counts spent, the config server is ready.
+ */
+function configServerStarting(): "capi" | "informers" | undefined {
+  const file = path.join(dir, "config-server");
+  if (!fs.existsSync(file)) return undefined;
+  const left = JSON.parse(fs.readFileSync(file, "utf8")) as {
+    capiNotReadyFor?: number;
+    informersUnsyncedFor?: number;
+  };
+  const capi = left.capiNotReadyFor ?? 0;
+  const informers = left.informersUnsyncedFor ?? 0;
+  if (capi <= 0 && informers <= 0) return undefined;
+  const next =
+    capi > 0
+      ? { capiNotReadyFor: capi - 1, informersUnsyncedFor: informers }
+      : { capiNotReadyFor: 0, informersUnsyncedFor: informers - 1 };
+  fs.writeFileSync(file, JSON.stringify(next));
+  return capi > 0 ? "capi" : "informers";
+}
+
 type Reply = (status: number, body: unknown, type?: string) => void;
 
 function bearer(headers: http.IncomingHttpHeaders): string {
@@ -537,6 +608,12 @@ function handle(
     return file(args.get("agent")!, "application/octet-stream");
 
   if (route === "/v3/connect/agent" && method === "GET") {
+    // A Rancher that is starting: configserver/server.go ServeHTTP answers 503 until CAPI is
+    // available (its Retry-After header is set after the status is written, so none is sent),
+    // then 401 until its secrets and cluster-token informers have synced.
+    const starting = configServerStarting();
+    if (starting === "capi") return reply(503, "", "text/plain");
+    if (starting === "informers") return reply(401, "", "text/plain");
     // configserver/server.go ServeHTTP: no X-Cattle-Id is 401; a token that finds no cluster
     // finds no machine, "machine not found by request", answered as 500 (custom.go
     // findMachineByClusterToken).
@@ -616,6 +693,10 @@ function handle(
       m.appliedChecksum = field("applied-checksum") ?? m.appliedChecksum;
       const probes = field("probe-statuses");
       if (probes) m.probes = JSON.parse(probes) as Machine["probes"];
+      // The failure record as sent, blanked values included (a success blanks it: watcher.go).
+      for (const k of FAILURE_KEYS) {
+        if (sent.data && k in sent.data) m.failure = { ...m.failure, [k]: sent.data[k] };
+      }
       const address = field("address");
       if (address && !m.address) m.address = address;
       if (
