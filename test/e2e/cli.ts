@@ -1,5 +1,5 @@
 /** The real Pulumi CLI on the lab's stack, as the e2e tier runs it (inside the operator namespace). */
-import { spawnSync } from "child_process";
+import { spawn, spawnSync } from "child_process";
 import { LAB_STACK, REPO } from "../real/lab";
 
 export function pulumi(...args: string[]): { status: number; out: string } {
@@ -36,6 +36,27 @@ export function pulumiIn(
     },
   );
   return { status: r.status ?? -1, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
+}
+
+/**
+ * The real Pulumi CLI on `stack` in this checkout, not waiting: the caller can look at the
+ * machine meanwhile (its processes' command lines, say).
+ */
+export function pulumiAsync(
+  stack: string,
+  args: readonly string[],
+): Promise<{ status: number; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      "pulumi",
+      [...args, "--stack", stack, "--non-interactive", "--color", "never"],
+      { cwd: REPO, env: { ...process.env, PULUMI_NODEJS_TRANSPILE_ONLY: "true" } },
+    );
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (out += c.toString()));
+    child.on("close", (status) => resolve({ status: status ?? -1, out }));
+  });
 }
 
 export { digA } from "../real/lab";

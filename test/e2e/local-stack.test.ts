@@ -4,7 +4,7 @@
  * the policy pack in a preview, and destroy. Runs inside the lab's operator namespace.
  */
 import * as assert from "assert/strict";
-import { digA, pulumi } from "./cli";
+import { digA, pulumi, pulumiAsync } from "./cli";
 import * as fs from "fs";
 import * as path from "path";
 import * as YAML from "yaml";
@@ -22,6 +22,7 @@ import {
   unitState,
 } from "../real/lab";
 import { runScript } from "../../components/ssh/run-script";
+import { commandLineLeaks, sampleCommandLines, sliceOf } from "../support/secret-traces";
 import { checkoutOf, runWorkflow, WorkflowRun } from "../support/workflow";
 import { createClusterIpService, inNamespace, nodeConnection } from "../real/lab";
 
@@ -145,9 +146,13 @@ describe("pulumi CLI on the local stack", function () {
   });
 
   let upOutput = "";
+  /** Every command line on the machine while that up ran. */
+  let upCommandLines = new Set<string>();
 
-  it("up converges the estate: records answer and nodes are prepared", () => {
-    const r = pulumi("up", "--yes");
+  it("up converges the estate: records answer and nodes are prepared", async () => {
+    const up = pulumiAsync(LAB_STACK, ["up", "--yes"]);
+    upCommandLines = await sampleCommandLines(up);
+    const r = await up;
     upOutput = r.out;
     assert.equal(r.status, 0, r.out);
     // Per-node progress reaches the Pulumi log.
@@ -213,6 +218,7 @@ describe("pulumi CLI on the local stack", function () {
     ) as {
       name: string;
       registrationToken: string;
+      rke2Token: string;
       conditions: { type: string; status: string }[];
       machines: {
         address: string;
@@ -241,9 +247,17 @@ describe("pulumi CLI on the local stack", function () {
     assert.ok(registering("31") >= 0 && registering("30") >= 0, "a node did not register");
     assert.ok(synced > registering("31") && synced > registering("30"), "a sync came first");
     assert.ok(unitState(30, "rke2-agent.service").active, "the worker's RKE2 agent did not start");
-    // The registration token never reaches the Pulumi log.
-    assert.ok(!out.includes(cluster.registrationToken), "the registration token is in the log");
-    // Nor the stack's state: the command carrying it is stored encrypted.
+    // No 8 characters of the registration token, the cluster's RKE2 token or the API token's
+    // secret reach the Pulumi log, nor the stack's state (what carries them is stored
+    // encrypted), nor any command line on the machine while up ran but the one upstream's
+    // installer starts (test/support/secret-traces.ts).
+    const apiToken = fs.readFileSync(path.join(LAB_DIR, "rancher", "api-token"), "utf8").trim();
+    const secrets = [
+      cluster.registrationToken,
+      cluster.rke2Token,
+      apiToken.slice(apiToken.indexOf(":") + 1),
+    ];
+    assert.equal(sliceOf(secrets, out), undefined, "a token's slice is in pulumi's output");
     const stateDir = path.join(LAB_DIR, "state", ".pulumi", "stacks");
     const states = fs
       .readdirSync(stateDir, { recursive: true, encoding: "utf8" })
@@ -251,10 +265,13 @@ describe("pulumi CLI on the local stack", function () {
       .map((f) => fs.readFileSync(path.join(stateDir, f), "utf8"));
     assert.ok(states.length > 0, `no state file under ${stateDir}`);
     for (const state of states)
-      assert.ok(
-        !state.includes(cluster.registrationToken),
-        "the registration token is in the state",
-      );
+      assert.equal(sliceOf(secrets, state), undefined, "a token's slice is in the state");
+    // The registrations ran while the command lines were sampled: the installer's shell.
+    assert.ok(
+      [...upCommandLines].some((c) => /^(ba)?sh -s\b/.test(c)),
+      "never saw the installer's shell",
+    );
+    assert.deepEqual(commandLineLeaks(upCommandLines, secrets), []);
   });
 
   it("exports the rancher output a downstream stack reads: Rancher's URL, CA, servers, and what it declares", () => {

@@ -8,19 +8,15 @@
  * found it (the cluster agent cannot resolve Rancher), then with the stack's DNS fix.
  */
 import * as assert from "assert/strict";
-import { spawn, spawnSync } from "child_process";
+import { spawnSync } from "child_process";
 import { createHash } from "crypto";
 import * as fs from "fs";
 import * as https from "https";
 import * as path from "path";
-import { componentFile } from "../../components/assets";
 import { clusterProgress, waitForCluster } from "../../components/rancher-cluster/cluster-wait";
-import { scriptWithParams } from "../../components/ssh/run-script";
-import { pulumiOn } from "../e2e/cli";
-import { rancherApi } from "../lab/rancher-standin/api-client";
+import { pulumiAsync, pulumiOn } from "../e2e/cli";
+import { commandLineLeaks, sampleCommandLines, sliceOf } from "../support/secret-traces";
 import {
-  digA,
-  handAddDnsHost,
   handDeleteDnsHost,
   inNamespace,
   lab,
@@ -31,30 +27,21 @@ import {
   REPO,
   unitState,
 } from "./lab";
-
-const CA = fs.readFileSync(path.join(LAB_DIR, "rancher", "ca.pem"), "utf8");
-const API_TOKEN = fs.readFileSync(path.join(LAB_DIR, "rancher", "api-token"), "utf8").trim();
-const SERVER = "https://ai-ear.cn";
-const RANCHER_IP = "192.168.122.20";
-const FIRST = 31;
-const WORKER = 30;
-const ALLOW_HTTPS = ["INPUT", "-p", "tcp", "--dport", "443", "-j", "ACCEPT"];
-const REJECT_HTTPS = ["INPUT", "-p", "tcp", "--dport", "443", "-j", "REJECT"];
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-interface ClusterView {
-  id: string;
-  name: string;
-  state: string;
-  conditions: { type: string; status: string; message: string }[];
-  registrationToken: { token: string; nodeCommand: string; insecureNodeCommand: string };
-}
-
-async function rancher(method: string, route: string, body?: unknown) {
-  const target = { apiUrl: SERVER, ca: CA, token: API_TOKEN, connectTo: RANCHER_IP };
-  return (await rancherApi(target, method, route, body)).json;
-}
+import {
+  ALLOW_HTTPS,
+  API_TOKEN,
+  CA,
+  ClusterView,
+  FIRST,
+  newCluster,
+  rancher,
+  RANCHER_IP,
+  reachRancher,
+  SERVER,
+  sha256,
+  sleep,
+  WORKER,
+} from "./rancher-lab";
 
 const updated = (c: ClusterView) => c.conditions.find((x) => x.type === "Updated");
 
@@ -155,28 +142,6 @@ function waitForWorker(cluster: ClusterView, log: string[], onInfo = () => {}) {
       warn: (line) => log.push(line),
     },
   );
-}
-
-/**
- * Rancher reachable from the nodes whatever state other tests left: its name on the libvirt
- * network and its port open on .20. Returns whether the DNS record was added here (to remove).
- */
-function reachRancher(): boolean {
-  let added = false;
-  if (!digA("ai-ear.cn").includes(RANCHER_IP)) {
-    handAddDnsHost(RANCHER_IP, "ai-ear.cn");
-    added = true;
-  }
-  assert.equal(inNamespace(labNs("n20"), ["iptables", "-I", ...ALLOW_HTTPS]).status, 0);
-  return added;
-}
-
-/** A new downstream cluster in Rancher, named `<prefix>-<time>`. */
-async function newCluster(prefix: string): Promise<ClusterView> {
-  return (await rancher("POST", "/v3/clusters", {
-    name: `${prefix}-${Date.now()}`,
-    kubernetesVersion: "v1.35.7+rke2r1",
-  })) as unknown as ClusterView;
 }
 
 function labDns(mode: string) {
@@ -423,278 +388,7 @@ describe("Rancher stand-in: what Rancher v2.14.3 does with registered nodes", fu
   });
 });
 
-/** Runs register-node.sh (the product's) on a node, sampling every command line meanwhile. */
-async function registerWith(octet: number, params: Record<string, string>) {
-  const pid = fs.readFileSync(path.join(LAB_DIR, "nodes", `n${octet}`, "sshd.pid"), "utf8").trim();
-  const script = componentFile(
-    path.join(REPO, "bin", "components", "rancher-cluster"),
-    "register-node.sh",
-  );
-  const started = Date.now();
-  const run = new Promise<{ status: number; out: string }>((resolve) => {
-    const child = spawn("nsenter", ["--target", pid, "--mount", "--net", "bash", "-s"]);
-    let out = "";
-    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (out += c.toString()));
-    child.on("close", (status) => resolve({ status: status ?? -1, out }));
-    child.stdin.end(scriptWithParams(script, params));
-  });
-  const commandLines = await sampleCommandLines(run);
-  return { ...(await run), seconds: (Date.now() - started) / 1000, commandLines };
-}
-
-describe("a registration that cannot succeed fails within a minute, naming why", function () {
-  this.timeout(300000);
-  const TOKEN = "lab0refused0token0aaaabbbbccccddddeeeeffff0000111122223";
-  let checksum = "";
-  const params = () => ({
-    MODE: "apply",
-    INSTALLER_URL: `${SERVER}/system-agent-install.sh`,
-    CATTLE_SERVER: SERVER,
-    CATTLE_TOKEN: TOKEN,
-    CATTLE_CA_CHECKSUM: checksum,
-    INSECURE: "false",
-    ROLE_FLAGS: "--worker",
-    RANCHER_CA: CA,
-    RANCHER_HOST: "ai-ear.cn",
-    TIMEOUT_SECONDS: "600",
-    POLL_SECONDS: "2",
-  });
-  const leaks = (lines: Set<string>, token = TOKEN) =>
-    [...lines].filter(
-      (c) => c.includes(token) && !/^curl .*Authorization: Bearer .*\/v3\/connect\/agent/.test(c),
-    );
-
-  let addedRecord = false;
-
-  before(() => {
-    assert.equal(lab("reset-node", String(WORKER)).status, 0);
-    checksum = sha256(CA.endsWith("\n") ? CA : `${CA}\n`);
-    addedRecord = reachRancher();
-  });
-  after(() => {
-    inNamespace(labNs("n20"), ["iptables", "-D", ...REJECT_HTTPS]);
-    inNamespace(labNs("n20"), ["iptables", "-D", ...ALLOW_HTTPS]);
-    if (addedRecord) handDeleteDnsHost(RANCHER_IP);
-    lab("reset-node", String(WORKER));
-  });
-
-  it("a token Rancher does not know (500 from /v3/connect/agent)", async () => {
-    const r = await registerWith(WORKER, params());
-    assert.equal(r.status, 1, r.out);
-    assert.match(
-      r.out,
-      /error: the agent installer was stopped: Rancher at https:\/\/ai-ear\.cn refuses the registration token/,
-    );
-    assert.ok(r.seconds < 60, `took ${r.seconds} s`);
-    assert.ok(!r.out.includes(TOKEN), "the token is in the step's output");
-    assert.deepEqual(leaks(r.commandLines), []);
-  });
-
-  it("a URL that leads elsewhere (404 from /cacerts), named before the installer's hours of retries", async () => {
-    const r = await registerWith(WORKER, { ...params(), CATTLE_SERVER: `${SERVER}/elsewhere` });
-    assert.equal(r.status, 1, r.out);
-    assert.match(
-      r.out,
-      /error: the agent installer was stopped: Rancher at https:\/\/ai-ear\.cn\/elsewhere answered 404 while downloading the CA certificate, 3 tries in a row: the URL does not lead to Rancher/,
-    );
-    // Upstream's curl line came through as install.sh prints it (-sS, stderr not redirected).
-    assert.match(r.out, /installer: curl: \(22\) The requested URL returned error: 404/);
-    assert.ok(r.seconds < 60, `took ${r.seconds} s`);
-    assert.deepEqual(leaks(r.commandLines), []);
-  });
-
-  it("a Rancher that does not answer (its port rejected)", async () => {
-    assert.equal(inNamespace(labNs("n20"), ["iptables", "-I", ...REJECT_HTTPS]).status, 0);
-    const r = await registerWith(WORKER, params());
-    assert.equal(r.status, 1, r.out);
-    // The installer itself comes from Rancher: its download is what fails first.
-    assert.match(
-      r.out,
-      /error: the agent installer could not be downloaded from https:\/\/ai-ear\.cn\/system-agent-install\.sh: Rancher at https:\/\/ai-ear\.cn refuses connections from this node \(curl: \(7\) [^)]*\), at its download/,
-    );
-    assert.ok(r.seconds < 60, `took ${r.seconds} s`);
-    assert.deepEqual(leaks(r.commandLines), []);
-  });
-
-  // Rancher's certificate names ai-ear.cn only (the lab's server.pem): reached by its address,
-  // TLS fails as it does for a certificate the pinned CA did not sign (curl 60 either way).
-  const byAddress = () => ({
-    ...params(),
-    INSTALLER_URL: `https://${RANCHER_IP}/system-agent-install.sh`,
-    CATTLE_SERVER: `https://${RANCHER_IP}`,
-  });
-
-  it("TLS that fails (a certificate that does not name the host): the installer's download says so", async () => {
-    inNamespace(labNs("n20"), ["iptables", "-D", ...REJECT_HTTPS]);
-    const r = await registerWith(WORKER, byAddress());
-    assert.equal(r.status, 1, r.out);
-    assert.match(
-      r.out,
-      /error: the agent installer could not be downloaded from https:\/\/192\.168\.122\.20\/system-agent-install\.sh: TLS with Rancher at https:\/\/192\.168\.122\.20 fails \(curl: \(60\) [^)]*\), at its download: its certificate is not signed by the CA the node trusts .* or does not name that host/,
-    );
-    assert.ok(r.seconds < 30, `took ${r.seconds} s`);
-  });
-
-  it("TLS that fails behind an insecure download (the stack's opt-in): install.sh's own check is stopped after 3 tries", async () => {
-    // The installer comes with --insecure; install.sh fetches /cacerts with --insecure as well
-    // and its checksum matches; /healthz, trusting that CA, then fails on the name
-    // (rancher/system-agent@v0.14.0 install.sh validate_rancher_connection).
-    const r = await registerWith(WORKER, { ...byAddress(), INSECURE: "true" });
-    assert.equal(r.status, 1, r.out);
-    assert.match(r.out, /installer: curl: \(60\) /);
-    assert.match(
-      r.out,
-      /error: the agent installer was stopped: TLS with Rancher at https:\/\/192\.168\.122\.20 fails \(curl: \(60\) [^)]*\), 3 tries in a row: its certificate/,
-    );
-    assert.ok(r.seconds < 30, `took ${r.seconds} s`);
-    assert.deepEqual(leaks(r.commandLines), []);
-  });
-});
-
-describe("a Rancher that has just started: its config server answers 503, then 401, then registers", function () {
-  this.timeout(300000);
-  const configServer = path.join(LAB_DIR, "rancher", "config-server");
-  let cluster: ClusterView;
-  let checksum = "";
-  let addedRecord = false;
-  /** The config server's next `capi` answers are 503, the `informers` after them 401. */
-  const startingFor = (capi: number, informers: number) =>
-    fs.writeFileSync(
-      configServer,
-      JSON.stringify({ capiNotReadyFor: capi, informersUnsyncedFor: informers }),
-    );
-  const params = (extra: Record<string, string> = {}) => ({
-    MODE: "apply",
-    INSTALLER_URL: `${SERVER}/system-agent-install.sh`,
-    CATTLE_SERVER: SERVER,
-    CATTLE_TOKEN: cluster.registrationToken.token,
-    CATTLE_CA_CHECKSUM: checksum,
-    INSECURE: "false",
-    ROLE_FLAGS: "--worker",
-    RANCHER_CA: CA,
-    RANCHER_HOST: "ai-ear.cn",
-    TIMEOUT_SECONDS: "120",
-    POLL_SECONDS: "1",
-    ...extra,
-  });
-  const leaks = (lines: Set<string>) =>
-    [...lines].filter(
-      (c) =>
-        c.includes(cluster.registrationToken.token) &&
-        !/^curl .*Authorization: Bearer .*\/v3\/connect\/agent/.test(c),
-    );
-
-  before(async () => {
-    assert.equal(lab("reset-node", String(WORKER)).status, 0);
-    checksum = sha256(CA.endsWith("\n") ? CA : `${CA}\n`);
-    addedRecord = reachRancher();
-    cluster = await newCluster("starting");
-  });
-  afterEach(() => {
-    fs.rmSync(configServer, { force: true });
-    lab("reset-node", String(WORKER));
-  });
-  after(async () => {
-    if (cluster) await rancher("DELETE", `/v3/clusters/${cluster.id}`);
-    inNamespace(labNs("n20"), ["iptables", "-D", ...ALLOW_HTTPS]);
-    if (addedRecord) handDeleteDnsHost(RANCHER_IP);
-  });
-
-  it("503 while CAPI is not ready, then 401 while its caches sync: the installer's retries carry the registration through", async () => {
-    startingFor(2, 2);
-    const r = await registerWith(WORKER, params());
-    assert.equal(r.status, 0, r.out);
-    const answers = [...r.out.matchAll(/(\d{3}) received while downloading Rancher connection/g)];
-    assert.deepEqual(
-      answers.map((a) => a[1]),
-      ["503", "503", "401", "401"],
-    );
-    assert.match(r.out, /ok: rancher-system-agent is active/);
-    // Four tries 5 s apart, then the one that registers.
-    assert.ok(r.seconds < 4 * 6 + 15, `took ${r.seconds} s`);
-    assert.deepEqual(leaks(r.commandLines), []);
-  });
-
-  // The bound itself (24 tries, about two minutes) is the unit tier's; here a bound of 4 tries
-  // shows the real installer's lines read and named.
-  for (const [label, capi, informers, reason] of [
-    [
-      "401 that lasts (caches that never sync, or a stale token)",
-      0,
-      1000,
-      /Rancher at https:\/\/ai-ear\.cn answered 401 while downloading Rancher connection information, 4 tries in a row over \d+ s: Rancher answers so while its caches sync/,
-    ],
-    [
-      "503 that lasts (CAPI never available)",
-      1000,
-      0,
-      /Rancher at https:\/\/ai-ear\.cn answered 503 while downloading Rancher connection information, 4 tries in a row over \d+ s: Rancher, or the proxy in front of it, is up but not ready/,
-    ],
-  ] as const) {
-    it(`a ${label} is stopped at the bound, named`, async () => {
-      startingFor(capi, informers);
-      const r = await registerWith(WORKER, params({ TRANSIENT_TRIES: "4" }));
-      assert.equal(r.status, 1, r.out);
-      assert.match(r.out, new RegExp(`error: the agent installer was stopped: ${reason.source}`));
-      assert.ok(r.seconds < 4 * 6 + 10, `took ${r.seconds} s`);
-      assert.deepEqual(leaks(r.commandLines), []);
-    });
-  }
-});
-
-/** The first run of 8 characters of any of `secrets` that `text` holds, or undefined. */
-function sliceOf(secrets: readonly string[], text: string): string | undefined {
-  for (const secret of secrets) {
-    for (let i = 0; i + 8 <= secret.length; i++) {
-      if (text.includes(secret.slice(i, i + 8))) return `${secret.slice(i, i + 8).slice(0, 2)}...`;
-    }
-  }
-  return undefined;
-}
-
-/** Every distinct command line on the machine, sampled while `done` is pending. */
-async function sampleCommandLines(done: Promise<unknown>): Promise<Set<string>> {
-  const seen = new Set<string>();
-  let finished = false;
-  void done.finally(() => (finished = true));
-  while (!finished) {
-    for (const pid of fs.readdirSync("/proc")) {
-      if (!/^\d+$/.test(pid)) continue;
-      try {
-        const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
-        if (argv) seen.add(argv.split("\0").join(" ").trim());
-      } catch {
-        // the process has exited
-      }
-    }
-    await sleep(20);
-  }
-  return seen;
-}
-
-function pulumiUp(): Promise<{ status: number; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(
-      "pulumi",
-      [
-        "up",
-        "--yes",
-        "--skip-preview",
-        "--stack",
-        LAB_STACK,
-        "--non-interactive",
-        "--color",
-        "never",
-      ],
-      { cwd: REPO, env: { ...process.env, PULUMI_NODEJS_TRANSPILE_ONLY: "true" } },
-    );
-    let out = "";
-    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (out += c.toString()));
-    child.on("close", (status) => resolve({ status: status ?? -1, out }));
-  });
-}
+const pulumiUp = () => pulumiAsync(LAB_STACK, ["up", "--yes", "--skip-preview"]);
 
 /** The last lines of the agent's and RKE2's unit logs on a node, for failure messages. */
 function unitLogs(octet: number): string {
@@ -778,10 +472,7 @@ describe("pulumi up registers uat1 with the Rancher stand-in", function () {
     );
     // rancher/system-agent@v0.14.0:install.sh passes the token to one curl of
     // /v3/connect/agent in a -H argument; nothing else may show it.
-    const leaks = [...commandLines].filter(
-      (c) => c.includes(token) && !/^curl .*Authorization: Bearer .*\/v3\/connect\/agent/.test(c),
-    );
-    assert.deepEqual(leaks, []);
+    assert.deepEqual(commandLineLeaks(commandLines, [token, apiSecret]), []);
   });
 
   it("pulumi up --stack local provisions uat1 once the cluster DNS answers for Rancher", async () => {
