@@ -170,6 +170,46 @@ def cmd_cpu_hosts(args):
     print(round(total * 1000 / tick))
 
 
+def cmd_peak_rss(args):
+    """Runs the command (its output to --log) and prints the peak of the summed resident memory
+    (KB) of its whole process tree, sampled every 100 ms; exits with the command's status."""
+    import subprocess
+
+    def tree_rss(root):
+        children = collections.defaultdict(list)
+        rss = {}
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/stat", encoding="utf8") as f:
+                    stat = f.read()
+                with open(f"/proc/{pid}/status", encoding="utf8") as f:
+                    status = f.read()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+            children[ppid].append(int(pid))
+            m = re.search(r"^VmRSS:\s+(\d+) kB", status, re.M)
+            rss[int(pid)] = int(m.group(1)) if m else 0
+        total, todo = 0, [root]
+        while todo:
+            pid = todo.pop()
+            total += rss.get(pid, 0)
+            todo += children.get(pid, [])
+        return total
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    with open(args.log, "w", encoding="utf8") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, tree_rss(proc.pid))
+            time.sleep(0.1)
+    print(peak)
+    sys.exit(proc.returncode)
+
+
 # --- record and report ----------------------------------------------------------------------------
 
 
@@ -302,6 +342,8 @@ RUN_SECTIONS = {
     "scale": ("scale",),
     "floor": ("floor",),
     "joingate": ("joingate",),
+    "peer": ("peer",),
+    "largest": ("largest",),
 }
 
 
@@ -474,6 +516,99 @@ def measured_row(section, label, text, target, r):
     """A row with no verdict but whether every run of it exited 0."""
     failed = any(c != 0 for c in r.get("rc") or [1])
     return (section, label, text, target, "**run failed**" if failed else "measured", r["command"])
+
+
+def peer_rows(rows):
+    """Ansible's playbook against the product, per size, operation and forks: the ratio of the
+    medians (Ansible / product) for wall time and for CPU on the operator's side."""
+    out = []
+    by_case = {r["case"]: r for r in rows}
+    for n in (1, 20):
+        for ansible_op, product_op, label in (("up", "up", "converge"), ("check", "drift", "drift check")):
+            product = by_case.get(f"product-{product_op}-n{n}")
+            if not product:
+                continue
+            p_ms = runs_summary(product)[0]
+            p_cpu = median([c["operator_ms"] for c in product.get("cpu") or [] if c])
+            p_hosts = median([c["hosts_ms"] for c in product.get("cpu") or [] if c])
+            for forks in (5, 20):
+                ansible = by_case.get(f"ansible-{ansible_op}-n{n}-f{forks}")
+                if not ansible:
+                    continue
+                a_ms, a_text = runs_summary(ansible)
+                a_cpu = median([c["operator_ms"] for c in ansible.get("cpu") or [] if c])
+                a_hosts = median([c["hosts_ms"] for c in ansible.get("cpu") or [] if c])
+                text = f"Ansible {a_text}; the product {runs_summary(product)[1]}"
+                if a_ms and p_ms:
+                    text += f"; **{a_ms / p_ms:.2f}×** the product's time"
+                if a_cpu and p_cpu:
+                    text += (
+                        f"; CPU (medians): ansible-playbook {fmt_ms(a_cpu)}, pulumi {fmt_ms(p_cpu)}"
+                        f" ({a_cpu / p_cpu:.2f}×)"
+                    )
+                if a_hosts and p_hosts:
+                    text += (
+                        f"; lab hosts' sessions: Ansible's {fmt_ms(a_hosts)}, the product's "
+                        f"{fmt_ms(p_hosts)} ({a_hosts / p_hosts:.2f}×)"
+                    )
+                row = measured_row(
+                    "7 Against the peer",
+                    f"{label}, {n} node{'s' if n != 1 else ''}, Ansible forks {forks}",
+                    text,
+                    "the ratio, reported",
+                    {"rc": (ansible.get("rc") or []) + (product.get("rc") or []), "command": ""},
+                )
+                out.append(row[:5] + (f"{ansible['command']}; {product['command']}",))
+    return out
+
+
+def largest_rows(rows):
+    """Time, CPU and peak memory against the node count for up and the drift check, and each
+    projected to 300 nodes by the least-squares line through the measured sizes."""
+    out = []
+    for op, label in (("up", "pulumi up from the as-found state"), ("drift", "the drift check")):
+        by_n = {r["nodes"]: r for r in rows if r.get("op") == op}
+        if not by_n:
+            continue
+        points = []
+        for n in sorted(by_n):
+            r = by_n[n]
+            med, text = runs_summary(r)
+            cpu = median([c["operator_ms"] for c in r.get("cpu") or [] if c])
+            hosts = median([c["hosts_ms"] for c in r.get("cpu") or [] if c])
+            rss = median(r.get("peak_rss_kb") or [])
+            text += f"; CPU (medians): pulumi {fmt_ms(cpu)}, lab hosts {fmt_ms(hosts)}; peak memory of pulumi's processes {rss / 1024:.0f} MiB"
+            out.append(measured_row("8 The largest estate", f"{label}, {n} nodes", text, "measured (no target)", r))
+            points.append((n, med, cpu, rss))
+        if len(points) >= 2:
+            def fit(ys):
+                xs = [p[0] for p in points]
+                mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+                slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+                return slope, my - slope * mx
+            parts = []
+            for name, ys, fmt in (
+                ("time", [p[1] for p in points], fmt_ms),
+                ("pulumi CPU", [p[2] for p in points], fmt_ms),
+                ("peak memory", [p[3] for p in points], lambda kb: f"{kb / 1024:.0f} MiB"),
+            ):
+                if any(y is None for y in ys):
+                    continue
+                slope, icept = fit(ys)
+                parts.append(f"{name} {fmt(icept + slope * 300)} ({fmt(slope)} per node)" if name != "peak memory"
+                             else f"{name} {fmt(icept + slope * 300)} ({slope:.0f} KB per node)")
+            sizes = ", ".join(str(p[0]) for p in points)
+            out.append(
+                (
+                    "8 The largest estate",
+                    f"{label}, projected to 300 nodes",
+                    f"least-squares line through {sizes} nodes: " + "; ".join(parts),
+                    "measured (no target)",
+                    "projection",
+                    "bash bench/run largest",
+                )
+            )
+    return out
 
 
 def joingate_rows(rows):
@@ -737,6 +872,8 @@ def cmd_report(args):
     table += floor_rows(by_section["floor"])
     table += floor_ratio_rows(by_section)
     table += joingate_rows(by_section["joingate"])
+    table += peer_rows(by_section["peer"])
+    table += largest_rows(by_section["largest"])
 
     missed = [t for t in table if "**" in t[4]]
     notes = list(carried)
@@ -951,6 +1088,10 @@ def main():
     p.add_argument("--base-nodes", type=int, default=1)
     p.add_argument("--nodes", type=int, default=20)
     p.set_defaults(func=cmd_cpu_profile)
+    p = sub.add_parser("peak-rss")
+    p.add_argument("--log", required=True)
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_peak_rss)
     p = sub.add_parser("record")
     p.add_argument("--out", required=True)
     p.add_argument("--section", required=True)
