@@ -15,7 +15,7 @@ import {
   manifestCheckProvider,
 } from "../../components/cluster-dns/manifest-check-provider";
 import { rke2FactsScriptRef } from "../../components/remote-file";
-import { nodeConnection, nodeFile, stepKey } from "./lab";
+import { filesUnder, nodeConnection, nodeFile, stepKey } from "./lab";
 
 const NODE = 21;
 const MANIFESTS = "/var/lib/rancher/rke2/server/manifests";
@@ -52,20 +52,7 @@ function put(dir: string, files: Record<string, string>): void {
 }
 
 /** Every file under the server's RKE2 config and data-dirs: path, mtime and size. */
-function snapshot(): string[] {
-  const found: string[] = [];
-  const walk = (dir: string) => {
-    if (!fs.existsSync(dir)) return;
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else found.push(`${full} ${fs.statSync(full).mtimeMs} ${fs.statSync(full).size}`);
-    }
-  };
-  for (const dir of ["/etc/rancher/rke2", MANIFESTS, "/var/lib/rke2-data"])
-    walk(nodeFile(NODE, dir));
-  return found.sort();
-}
+const snapshot = () => filesUnder(NODE, ["/etc/rancher/rke2", MANIFESTS, "/var/lib/rke2-data"]);
 
 describe("DNS manifest conflicts (lab server, real SSH)", function () {
   this.timeout(120000);

@@ -246,3 +246,18 @@ export function addRejectRule(octet: number): void {
   ]);
   if (r.status !== 0) throw new Error(`could not add the REJECT rule on .${octet}: ${r.stderr}`);
 }
+
+/** Every file under `dirs` on a lab node (host paths), as "<path> <mtime> <size>", sorted. */
+export function filesUnder(octet: number, dirs: readonly string[]): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    if (!fs.existsSync(dir)) return;
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else found.push(`${full} ${fs.statSync(full).mtimeMs} ${fs.statSync(full).size}`);
+    }
+  };
+  for (const dir of dirs) walk(nodeFile(octet, dir));
+  return found.sort();
+}

@@ -6,13 +6,23 @@
  * registration token but the one upstream's installer starts.
  */
 import * as assert from "assert/strict";
-import { spawn } from "child_process";
+import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { componentFile } from "../../components/assets";
 import { scriptWithParams } from "../../components/ssh/run-script";
 import { commandLineLeaks, sampleCommandLines, sliceOf } from "../support/secret-traces";
-import { handDeleteDnsHost, inNamespace, lab, LAB_DIR, labNs, REPO } from "./lab";
+import {
+  filesUnder,
+  handDeleteDnsHost,
+  inNamespace,
+  lab,
+  LAB_DIR,
+  labNs,
+  nodeFile,
+  REPO,
+  unitState,
+} from "./lab";
 import {
   ALLOW_HTTPS,
   CA,
@@ -45,6 +55,14 @@ async function registerWith(octet: number, params: Record<string, string>) {
   });
   const commandLines = await sampleCommandLines(run);
   return { ...(await run), seconds: (Date.now() - started) / 1000, commandLines };
+}
+
+/** Runs a command as root in the worker's mount and network namespaces; its exit status. */
+function spawnInNode(command: string): number {
+  const pid = fs.readFileSync(path.join(LAB_DIR, "nodes", `n${WORKER}`, "sshd.pid"), "utf8").trim();
+  return (
+    spawnSync("nsenter", ["--target", pid, "--mount", "--net", "bash", "-c", command]).status ?? -1
+  );
 }
 
 /**
@@ -159,6 +177,66 @@ describe("a registration that cannot succeed fails within a minute, naming why",
     );
     assert.ok(r.seconds < 30, `took ${r.seconds} s`);
     assertNoTrace(r, token());
+  });
+});
+
+describe("a registration that fails on a server built by hand", function () {
+  this.timeout(300000);
+  const TOKEN = "lab0hand0built0token0aaaabbbbccccddddeeeeffff00001111222";
+  const rke2Dirs = ["/etc/rancher/rke2", "/var/lib/rancher/rke2"];
+  after(() => lab("reset-node", String(WORKER)));
+
+  it("touches none of its RKE2 files and restarts nothing (its own node name, token and unmanaged keys)", async () => {
+    assert.equal(lab("reset-node", String(WORKER)).status, 0);
+    // RKE2 as its operators installed it: their node name, their token, a key the product does
+    // not manage, a drop-in, the server's token file, and the unit running.
+    const put = (file: string, text: string) => {
+      fs.mkdirSync(path.dirname(nodeFile(WORKER, file)), { recursive: true });
+      fs.writeFileSync(nodeFile(WORKER, file), text);
+    };
+    put(
+      "/etc/rancher/rke2/config.yaml",
+      `node-name: rke2-ops-worker\ntoken: ${TOKEN}\nkubelet-arg: [max-pods=250]\n`,
+    );
+    put("/etc/rancher/rke2/config.yaml.d/20-ops.yaml", "node-label: [team=ops]\n");
+    put("/var/lib/rancher/rke2/server/token", `${TOKEN}\n`);
+    fs.mkdirSync(nodeFile(WORKER, "/var/lib/systemctl-double/units/rke2-server.service"), {
+      recursive: true,
+    });
+    const started = spawnInNode("systemctl enable rke2-server && systemctl start rke2-server");
+    assert.equal(started, 0);
+    const calls = nodeFile(WORKER, "/var/lib/systemctl-double/calls.log");
+    const callsBefore = fs.readFileSync(calls, "utf8").length;
+    const before = filesUnder(WORKER, rke2Dirs);
+    assert.ok(
+      before.some((f) => f.includes("config.yaml.d/20-ops.yaml")),
+      before.join("\n"),
+    );
+    // A registration that fails (Rancher reached by its address: refused by .20's firewall as the
+    // lab leaves it, or TLS, as its certificate does not name that address).
+    const r = await registerWith(WORKER, {
+      MODE: "apply",
+      INSTALLER_URL: `https://${RANCHER_IP}/system-agent-install.sh`,
+      CATTLE_SERVER: `https://${RANCHER_IP}`,
+      CATTLE_TOKEN: "lab0hand0built0registration0token0aaaabbbbccccdddd1111",
+      CATTLE_CA_CHECKSUM: sha256(CA.endsWith("\n") ? CA : `${CA}\n`),
+      INSECURE: "false",
+      ROLE_FLAGS: "--worker",
+      RANCHER_CA: CA,
+      RANCHER_HOST: "ai-ear.cn",
+      TIMEOUT_SECONDS: "60",
+      POLL_SECONDS: "1",
+    });
+    assert.equal(r.status, 1, r.out);
+    assert.match(
+      r.out,
+      /error: the agent installer could not be downloaded from https:\/\/192\.168\.122\.20/,
+    );
+    // Every file of its RKE2 config and data-dir as it was, none moved; the unit untouched.
+    assert.deepEqual(filesUnder(WORKER, rke2Dirs), before);
+    assert.equal(unitState(WORKER, "rke2-server.service").active, true);
+    const later = fs.readFileSync(calls, "utf8").slice(callsBefore);
+    assert.doesNotMatch(later, /systemctl (stop|restart|disable|enable|start) rke2/);
   });
 });
 
