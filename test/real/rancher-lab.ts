@@ -4,6 +4,7 @@
  * nodes, a new downstream cluster).
  */
 import * as assert from "assert/strict";
+import { spawnSync } from "child_process";
 import { createHash } from "crypto";
 import * as fs from "fs";
 import * as path from "path";
@@ -54,4 +55,18 @@ export async function newCluster(prefix: string): Promise<ClusterView> {
     name: `${prefix}-${Date.now()}`,
     kubernetesVersion: "v1.35.7+rke2r1",
   })) as unknown as ClusterView;
+}
+
+/** Runs a script as root on a lab node (its mount and network namespaces), fed on stdin. */
+export function onNode(octet: number, script: string, env: Record<string, string> = {}) {
+  const pid = fs.readFileSync(path.join(LAB_DIR, "nodes", `n${octet}`, "sshd.pid"), "utf8").trim();
+  const exports = Object.entries(env)
+    .map(([k, v]) => `export ${k}='${v}'\n`)
+    .join("");
+  const r = spawnSync("nsenter", ["--target", pid, "--mount", "--net", "bash", "-s"], {
+    input: exports + script,
+    encoding: "utf8",
+    timeout: 120000,
+  });
+  return { status: r.status ?? -1, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
 }

@@ -6,7 +6,7 @@
  * registration token but the one upstream's installer starts.
  */
 import * as assert from "assert/strict";
-import { spawn, spawnSync } from "child_process";
+import { spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { componentFile } from "../../components/assets";
@@ -28,6 +28,7 @@ import {
   CA,
   ClusterView,
   newCluster,
+  onNode,
   rancher,
   RANCHER_IP,
   reachRancher,
@@ -55,14 +56,6 @@ async function registerWith(octet: number, params: Record<string, string>) {
   });
   const commandLines = await sampleCommandLines(run);
   return { ...(await run), seconds: (Date.now() - started) / 1000, commandLines };
-}
-
-/** Runs a command as root in the worker's mount and network namespaces; its exit status. */
-function spawnInNode(command: string): number {
-  const pid = fs.readFileSync(path.join(LAB_DIR, "nodes", `n${WORKER}`, "sshd.pid"), "utf8").trim();
-  return (
-    spawnSync("nsenter", ["--target", pid, "--mount", "--net", "bash", "-c", command]).status ?? -1
-  );
 }
 
 /**
@@ -203,8 +196,8 @@ describe("a registration that fails on a server built by hand", function () {
     fs.mkdirSync(nodeFile(WORKER, "/var/lib/systemctl-double/units/rke2-server.service"), {
       recursive: true,
     });
-    const started = spawnInNode("systemctl enable rke2-server && systemctl start rke2-server");
-    assert.equal(started, 0);
+    const started = onNode(WORKER, "systemctl enable rke2-server && systemctl start rke2-server\n");
+    assert.equal(started.status, 0, started.out);
     const calls = nodeFile(WORKER, "/var/lib/systemctl-double/calls.log");
     const callsBefore = fs.readFileSync(calls, "utf8").length;
     const before = filesUnder(WORKER, rke2Dirs);

@@ -8,7 +8,6 @@
  * found it (the cluster agent cannot resolve Rancher), then with the stack's DNS fix.
  */
 import * as assert from "assert/strict";
-import { spawnSync } from "child_process";
 import { createHash } from "crypto";
 import * as fs from "fs";
 import * as https from "https";
@@ -34,6 +33,7 @@ import {
   ClusterView,
   FIRST,
   newCluster,
+  onNode,
   rancher,
   RANCHER_IP,
   reachRancher,
@@ -54,20 +54,6 @@ async function until(id: string, done: (c: ClusterView) => boolean, seconds = 90
     view = (await rancher("GET", `/v3/clusters/${id}`)) as unknown as ClusterView;
   }
   return view;
-}
-
-/** Runs a script as root on a lab node (its mount and network namespaces), fed on stdin. */
-function onNode(octet: number, script: string, env: Record<string, string> = {}) {
-  const pid = fs.readFileSync(path.join(LAB_DIR, "nodes", `n${octet}`, "sshd.pid"), "utf8").trim();
-  const exports = Object.entries(env)
-    .map(([k, v]) => `export ${k}='${v}'\n`)
-    .join("");
-  const r = spawnSync("nsenter", ["--target", pid, "--mount", "--net", "bash", "-s"], {
-    input: exports + script,
-    encoding: "utf8",
-    timeout: 120000,
-  });
-  return { status: r.status ?? -1, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
 }
 
 /**
