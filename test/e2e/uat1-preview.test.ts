@@ -404,6 +404,9 @@ describe("the uat1 stack in a pull-request preview", function () {
           /Policies:\s+✅ rke2-remediation/,
         );
       }
+      // The second stack's job restores what the first one's installed, and skips npm ci.
+      assert.match(stepOf(run, STACK, "policy-modules").out, /cache restored/);
+      assert.ok(!run.steps.some((s) => s.matrix.stack === STACK && /npm ci/.test(s.step)));
       assert.match(stepOf(run, STACK, "verify (offline)").out, /--management-outputs/);
       assert.doesNotMatch(stepOf(run, MANAGEMENT, "verify (offline)").out, /--management-outputs/);
     });

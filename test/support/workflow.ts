@@ -2,18 +2,26 @@
  * Runs a GitHub Actions workflow of this repository the way a runner would, on this machine:
  * each job in `needs` order, each matrix entry, each `run:` step with bash (`set -eo pipefail`,
  * as a runner's default shell), the job's and step's `env`, `$GITHUB_OUTPUT` for step outputs,
- * `$RUNNER_TEMP`, and `${{ }}` expressions over `secrets`, `vars`, `inputs`, `matrix`, `needs`
- * and `steps`. The actions it uses are the lab's: `actions/checkout` is the working tree given,
- * `actions/setup-node` the Node.js running this, whose major must be the `node-version` asked
- * (with `cache: npm`, this machine's npm cache, which later steps' npm then reads offline: the
- * lab's operator namespace reaches no registry), `actions/cache` a cache never filled (a miss),
- * and `pulumi/actions` the Pulumi CLI on PATH, whose version must be the one the step pins. Any other action fails the run, so a workflow
- * cannot gain a step this runner skips.
+ * `$RUNNER_TEMP`, a step's `if:`, and `${{ }}` expressions over `secrets`, `vars`, `inputs`,
+ * `matrix`, `needs`, `steps` and `runner`. The actions it uses are the lab's:
+ * - `actions/checkout` is the working tree given;
+ * - `actions/setup-node` the Node.js running this, whose major must be the `node-version` asked,
+ *   with its `node-version` output (with `cache: npm`, this machine's npm cache, which later
+ *   steps' npm then reads offline: the lab's operator namespace reaches no registry);
+ * - `actions/cache` a cache of this process, shared by every run in it, as a repository's cache
+ *   is shared by its workflow runs (actions/cache@v4.3.0): a key found restores its paths and sets
+ *   `cache-hit` to `true` (README.md, "Skipping steps based on cache-hit"), a key not found sets
+ *   it to `false` (src/restoreImpl.ts); after the job's steps, a job that succeeded and did not
+ *   hit saves the paths that exist under the key (action.yml `post-if: success()`,
+ *   src/saveImpl.ts);
+ * - `pulumi/actions` the Pulumi CLI on PATH, whose version must be the one the step pins.
+ * Any other action fails the run, so a workflow cannot gain a step this runner skips.
  *
- * Expressions: property access, `fromJSON(...)`, string literals and `||`, the forms the
- * workflows use; anything else fails the run naming the expression.
+ * Expressions: property access, `fromJSON(...)`, `hashFiles(...)`, string literals, `||` and
+ * `!=`/`==`, the forms the workflows use; anything else fails the run naming the expression.
  */
 import { spawnSync } from "child_process";
+import * as crypto from "crypto";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -42,6 +50,7 @@ export interface WorkflowRun {
 interface Step {
   id?: string;
   name?: string;
+  if?: string;
   uses?: string;
   run?: string;
   with?: Record<string, unknown>;
@@ -69,6 +78,13 @@ function evaluate(expr: string, scope: Scope): unknown {
     }
     return evaluate(or[or.length - 1], scope);
   }
+  for (const op of ["!=", "=="]) {
+    const sides = splitTopLevel(text, op);
+    if (sides.length === 2) {
+      const [left, right] = sides.map((side) => String(evaluate(side, scope)).toLowerCase());
+      return op === "==" ? left === right : left !== right;
+    }
+  }
   const literal = /^'((?:[^']|'')*)'$/.exec(text);
   if (literal) return literal[1].replace(/''/g, "'");
   const call = /^fromJSON\((.*)\)$/.exec(text);
@@ -76,6 +92,12 @@ function evaluate(expr: string, scope: Scope): unknown {
     const arg = evaluate(call[1], scope);
     return typeof arg === "string" ? JSON.parse(arg) : arg;
   }
+  const hash = /^hashFiles\((.*)\)$/.exec(text);
+  if (hash)
+    return hashFiles(
+      splitTopLevel(hash[1], ",").map((a) => String(evaluate(a, scope))),
+      scope,
+    );
   if (/^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*$/.test(text)) {
     let value: unknown = scope;
     for (const key of text.split(".")) value = (value as Scope | undefined)?.[key];
@@ -153,13 +175,107 @@ function readOutputs(file: string): Record<string, string> {
 }
 
 /**
- * What the lab provides for an action, and the environment it leaves later steps; an error names
- * an action it cannot stand for.
+ * `hashFiles(...)` over files named relative to the workspace (no wildcards: the workflows name
+ * lock files): a SHA-256 of the files' own SHA-256s, `""` when none exists, as GitHub's function
+ * answers an empty match.
  */
-function useAction(
-  step: Step,
-  env: NodeJS.ProcessEnv,
-): { status: number; out: string; env?: Record<string, string> } {
+function hashFiles(files: string[], scope: Scope): string {
+  const workspace = String((scope.github as Scope | undefined)?.workspace ?? "");
+  const found = files.map((f) => {
+    if (/[*?[\]]/.test(f))
+      throw new Error(`the workflow runner's hashFiles takes no wildcard: ${f}`);
+    return path.join(workspace, f);
+  });
+  const existing = found.filter((f) => fs.existsSync(f));
+  if (existing.length === 0) return "";
+  const all = crypto.createHash("sha256");
+  for (const f of existing)
+    all.update(crypto.createHash("sha256").update(fs.readFileSync(f)).digest());
+  return all.digest("hex");
+}
+
+/** A cache of `actions/cache` entries that lasts as long as this process. */
+let cacheRoot: string | undefined;
+
+/**
+ * The entry of a key and its paths as the step writes them (not where they resolve), as
+ * actions/cache's version of an entry is: the same key with other paths is another entry.
+ */
+function cacheEntry({ key, written }: CacheStep): string {
+  if (cacheRoot === undefined) {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-runner-cache-"));
+    process.on("exit", () => fs.rmSync(root, { recursive: true, force: true }));
+    cacheRoot = root;
+  }
+  const id = crypto
+    .createHash("sha256")
+    .update(JSON.stringify([key, written]))
+    .digest("hex");
+  return path.join(cacheRoot, id);
+}
+
+/** An `actions/cache` step: its key, and its paths as written and as they resolve. */
+interface CacheStep {
+  readonly key: string;
+  readonly written: readonly string[];
+  /** `~` is the runner's home; any other path is the workspace's. */
+  readonly paths: readonly string[];
+}
+
+function cacheStep(step: Step, env: NodeJS.ProcessEnv, workdir: string): CacheStep {
+  const written = String(step.with?.path ?? "")
+    .split("\n")
+    .map((p) => p.trim())
+    .filter(Boolean);
+  const paths = written.map((p) =>
+    p.startsWith("~/") ? path.join(env.HOME ?? os.homedir(), p.slice(2)) : path.resolve(workdir, p),
+  );
+  return { key: String(step.with?.key ?? ""), written, paths };
+}
+
+function copyTree(from: string, to: string): void {
+  fs.rmSync(to, { recursive: true, force: true });
+  fs.mkdirSync(path.dirname(to), { recursive: true });
+  const r = spawnSync("cp", ["-a", from, to], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`cp -a ${from} ${to}: ${r.stderr}`);
+}
+
+function restoreCache(cache: CacheStep): boolean {
+  const entry = cacheEntry(cache);
+  if (!fs.existsSync(entry)) return false;
+  cache.paths.forEach((p, i) => {
+    if (fs.existsSync(path.join(entry, `${i}`))) copyTree(path.join(entry, `${i}`), p);
+  });
+  return true;
+}
+
+/** Saves the paths that exist; with none, nothing is saved (actions/cache warns and goes on). */
+function saveCache(cache: CacheStep): void {
+  if (!cache.paths.some((p) => fs.existsSync(p))) return;
+  const entry = cacheEntry(cache);
+  const partial = `${entry}.partial`;
+  fs.rmSync(partial, { recursive: true, force: true });
+  fs.mkdirSync(partial, { recursive: true });
+  cache.paths.forEach((p, i) => {
+    if (fs.existsSync(p)) copyTree(p, path.join(partial, `${i}`));
+  });
+  fs.renameSync(partial, entry);
+}
+
+interface ActionRun {
+  readonly status: number;
+  readonly out: string;
+  readonly env?: Record<string, string>;
+  readonly outputs?: Record<string, string>;
+  /** A save that runs after the job's steps, when the job succeeded. */
+  readonly save?: CacheStep;
+}
+
+/**
+ * What the lab provides for an action, and the environment and outputs it leaves later steps; an
+ * error names an action it cannot stand for.
+ */
+function useAction(step: Step, env: NodeJS.ProcessEnv, workdir: string): ActionRun {
   const action = step.uses ?? "";
   if (/^actions\/checkout@/.test(action)) return { status: 0, out: `${action}: provided` };
   if (/^actions\/setup-node@/.test(action)) {
@@ -174,13 +290,26 @@ function useAction(
     return {
       status: 0,
       out: `${action}: node ${process.version}${cached ? ", npm cache of this machine" : ""}`,
+      outputs: { "node-version": process.version },
       ...(cached ? { env: { npm_config_offline: "true" } } : {}),
     };
   }
-  // A cache the runner has never filled: it restores nothing and what the job writes is not
-  // kept, as on a repository's first run.
   if (/^actions\/cache@/.test(action)) {
-    return { status: 0, out: `${action}: ${String(step.with?.path ?? "")}: no cache (a miss)` };
+    const cache = cacheStep(step, env, workdir);
+    if (cache.key === "" || cache.paths.length === 0)
+      return { status: 1, out: `${action}: the inputs path and key are required` };
+    if (restoreCache(cache))
+      return {
+        status: 0,
+        out: `${action}: cache restored from key: ${cache.key}`,
+        outputs: { "cache-hit": "true" },
+      };
+    return {
+      status: 0,
+      out: `${action}: cache not found for input keys: ${cache.key}`,
+      outputs: { "cache-hit": "false" },
+      save: cache,
+    };
   }
   if (/^pulumi\/actions@/.test(action)) {
     const wanted = step.with?.["pulumi-version"];
@@ -224,6 +353,8 @@ export function runWorkflow(
         continue;
       }
       const base: Scope = {
+        github: { workspace: workdir },
+        runner: { os: "Linux", temp },
         secrets: context.secrets ?? {},
         vars: context.vars ?? {},
         inputs: context.inputs ?? {},
@@ -236,7 +367,14 @@ export function runWorkflow(
         const scope: Scope = { ...base, matrix, steps: stepOutputs };
         const jobEnv = envOf(job.env, scope);
         let provided: Record<string, string> = {};
+        const saves: CacheStep[] = [];
+        let entryResult = "success";
         for (const [i, step] of job.steps.entries()) {
+          // A step's `if:` is an expression with or without its `${{ }}`.
+          if (step.if !== undefined) {
+            const condition = step.if.trim().replace(/^\$\{\{(.*)\}\}$/s, "$1");
+            if (!evaluate(condition, scope)) continue;
+          }
           const outputFile = path.join(temp, `output-${name}-${steps.length}`);
           const stepEnv: NodeJS.ProcessEnv = {
             ...env,
@@ -249,7 +387,8 @@ export function runWorkflow(
             GITHUB_WORKSPACE: workdir,
             RUNNER_TEMP: temp,
           };
-          let ran: { status: number; out: string; env?: Record<string, string> };
+          let ran: { status: number; out: string };
+          let actionOutputs: Record<string, string> = {};
           if (step.run !== undefined) {
             const script = String(interpolate(step.run, scope));
             const r = spawnSync(
@@ -265,11 +404,17 @@ export function runWorkflow(
             );
             ran = { status: r.status ?? -1, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
           } else {
-            const used = useAction(step, stepEnv);
+            const withValues = Object.fromEntries(
+              Object.entries(step.with ?? {}).map(([k, v]) => [k, interpolate(v, scope)]),
+            );
+            const used = useAction({ ...step, with: withValues }, stepEnv, workdir);
             provided = { ...provided, ...used.env };
-            ran = used;
+            actionOutputs = used.outputs ?? {};
+            if (used.save) saves.push(used.save);
+            ran = { status: used.status, out: used.out };
           }
-          if (step.id) stepOutputs[step.id] = { outputs: readOutputs(outputFile) };
+          if (step.id)
+            stepOutputs[step.id] = { outputs: { ...readOutputs(outputFile), ...actionOutputs } };
           steps.push({
             job: name,
             matrix,
@@ -277,10 +422,12 @@ export function runWorkflow(
             ...ran,
           });
           if (ran.status !== 0) {
-            result = "failure";
+            entryResult = result = "failure";
             break;
           }
         }
+        // The caches' post steps: only a job that succeeded saves.
+        if (entryResult === "success") saves.forEach(saveCache);
         outputs = Object.fromEntries(
           Object.entries(job.outputs ?? {}).map(([k, v]) => [k, String(interpolate(v, scope))]),
         );

@@ -1,7 +1,8 @@
 /**
  * The runner the e2e tier runs the repository's workflows with (test/support/workflow.ts): jobs
  * in `needs` order, a matrix from a job's output, step outputs, secrets and variables in the
- * environment, a failed step ending its job, and a refusal of any action it cannot stand for.
+ * environment, a failed step ending its job, a refusal of any action it cannot stand for, and
+ * actions/cache's restore, `cache-hit` and save after a job that succeeded.
  */
 import * as assert from "assert/strict";
 import * as fs from "fs";
@@ -78,10 +79,55 @@ jobs:
       () => runWorkflow(unknown.file, unknown.dir, {}),
       /no stand-in for the action some\/action@v1/,
     );
-    const expr = workflow("jobs:\n  a:\n    steps:\n      - run: echo ${{ hashFiles('x') }}\n");
+    const expr = workflow("jobs:\n  a:\n    steps:\n      - run: echo ${{ toJSON(x) }}\n");
     assert.throws(
       () => runWorkflow(expr.file, expr.dir, {}),
-      /cannot evaluate \$\{\{ hashFiles\('x'\) \}\}/,
+      /cannot evaluate \$\{\{ toJSON\(x\) \}\}/,
     );
+  });
+
+  it("restores an actions/cache key a job saved, so a step skipped on cache-hit does not run; a failed job saves nothing", () => {
+    const text = (tag: string, fail = false) => `
+jobs:
+  a:
+    steps:
+      - id: deps
+        uses: actions/cache@v4
+        with:
+          path: deps
+          key: deps-\${{ runner.os }}-${tag}-\${{ hashFiles('lock') }}
+      - if: steps.deps.outputs.cache-hit != 'true'
+        run: mkdir -p deps && date +%s%N > deps/made && echo made >> installs
+      - run: cat deps/made${fail ? " && false" : ""}
+`;
+    const first = workflow(text("t1"));
+    fs.writeFileSync(path.join(first.dir, "lock"), "v1");
+    const miss = runWorkflow(first.file, first.dir, {});
+    assert.equal(miss.ok, true, JSON.stringify(miss.steps));
+    assert.match(miss.steps[0].out, /cache not found/);
+    const made = fs.readFileSync(path.join(first.dir, "deps", "made"), "utf8");
+
+    // Another checkout of the same lock file: restored, and the install step skipped.
+    const second = workflow(text("t1"));
+    fs.writeFileSync(path.join(second.dir, "lock"), "v1");
+    const hit = runWorkflow(second.file, second.dir, {});
+    assert.equal(hit.ok, true, JSON.stringify(hit.steps));
+    assert.equal(hit.steps.length, 2);
+    assert.match(hit.steps[0].out, /cache restored/);
+    assert.equal(fs.readFileSync(path.join(second.dir, "deps", "made"), "utf8"), made);
+    assert.ok(!fs.existsSync(path.join(second.dir, "installs")));
+
+    // Another lock file is another key.
+    fs.writeFileSync(path.join(second.dir, "lock"), "v2");
+    const changed = runWorkflow(second.file, second.dir, {});
+    assert.equal(changed.steps.length, 3);
+    assert.equal(fs.readFileSync(path.join(second.dir, "installs"), "utf8"), "made\n");
+
+    // A job that fails after a miss saves nothing: the next run misses again.
+    const failing = workflow(text("t2", true));
+    fs.writeFileSync(path.join(failing.dir, "lock"), "v1");
+    assert.equal(runWorkflow(failing.file, failing.dir, {}).ok, false);
+    const again = runWorkflow(failing.file, failing.dir, {});
+    assert.match(again.steps[0].out, /cache not found/);
   });
 });
