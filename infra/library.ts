@@ -25,3 +25,12 @@ export {
 } from "./program";
 export type { EnvironmentSecrets } from "./config/load";
 export * from "../components";
+export {
+  diagnose,
+  diagnoseModel,
+  type DiagnoseSettingsOptions,
+  type DoctorReport,
+  type DoctorProgress,
+  type Finding,
+  type Unchecked,
+} from "./doctor";

@@ -14,9 +14,9 @@ import { DNS_MANIFEST_CHECK, RKE2_KUBECONFIG } from "../../components/model";
 import { RKE2_KUBECONFIG_PATH } from "../../components/rke2-cluster/kubeconfig";
 import { pulumiIn, pulumiOn } from "./cli";
 import {
+  etcdMembers,
   hostKeyIn,
   LAB_DIR,
-  labNs,
   nodeFile,
   operatorKey,
   REPO,
@@ -193,26 +193,7 @@ function keptConfigs(octet: number): string[] {
 }
 const UTC_STAMP = /^config\.yaml\.(\d{8}T\d{6}Z|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z)$/;
 
-/** etcd's member list on the first server (JSON; `isLearner` is present only when true). */
-function members(): { ID: string; name: string; isLearner?: boolean; peerURLs: string[] }[] {
-  const r = run("ip", [
-    "netns",
-    "exec",
-    labNs("n20"),
-    "etcdctl",
-    "--endpoints",
-    "http://192.168.122.20:2379",
-    "member",
-    "list",
-    "-w",
-    "json",
-  ]);
-  assert.equal(r.status, 0, r.stderr);
-  // (Member IDs are 64-bit: read them as strings.)
-  const json = r.stdout.replace(/"ID":(\d+)/g, '"ID":"$1"');
-  return (JSON.parse(json) as { members: { ID: string; name: string; peerURLs: string[] }[] })
-    .members;
-}
+const members = etcdMembers;
 
 /** When each server's rke2-server was (re)started, from the systemctl double's call log. */
 function restartTimes(octet: number, from: number): string[] {

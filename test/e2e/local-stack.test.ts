@@ -4,6 +4,7 @@
  * the policy pack in a preview, and destroy. Runs inside the lab's operator namespace.
  */
 import * as assert from "assert/strict";
+import { spawnSync } from "child_process";
 import { digA, pulumi, pulumiAsync } from "./cli";
 import * as fs from "fs";
 import * as path from "path";
@@ -326,6 +327,18 @@ describe("pulumi CLI on the local stack", function () {
   it("finds no drift right after up", () => {
     const r = pulumi("preview", "--refresh", "--expect-no-changes");
     assert.equal(r.status, 0, r.out);
+  });
+
+  it("doctor finds no cause on the converged estate, from the stack file alone, and exits 0", () => {
+    const r = spawnSync(
+      "node",
+      [path.join(REPO, "bin", "infra", "cli", "doctor.js"), "--stack", LAB_STACK, "--json"],
+      { encoding: "utf8", timeout: 120000 },
+    );
+    assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+    const report = JSON.parse(r.stdout) as { hosts: number; findings: unknown[] };
+    assert.equal(report.hosts, 5);
+    assert.deepEqual(report.findings, []);
   });
 
   it("the drift workflow, run step by step on a checkout, passes on the converged estate", () => {

@@ -261,3 +261,26 @@ export function filesUnder(octet: number, dirs: readonly string[]): string[] {
   for (const dir of dirs) walk(nodeFile(octet, dir));
   return found.sort();
 }
+
+/** etcd's member list on the first server (JSON; `isLearner` is present only when true). */
+export function etcdMembers(): {
+  ID: string;
+  name: string;
+  isLearner?: boolean;
+  peerURLs: string[];
+}[] {
+  const r = inNamespace(labNs("n20"), [
+    "etcdctl",
+    "--endpoints",
+    "http://192.168.122.20:2379",
+    "member",
+    "list",
+    "-w",
+    "json",
+  ]);
+  if (r.status !== 0) throw new Error(`etcdctl member list on .20 failed: ${r.stderr}`);
+  // (Member IDs are 64-bit: read them as strings.)
+  const json = r.stdout.replace(/"ID":(\d+)/g, '"ID":"$1"');
+  return (JSON.parse(json) as { members: { ID: string; name: string; peerURLs: string[] }[] })
+    .members;
+}
