@@ -11,6 +11,8 @@ import {
 import type { PortCheck } from "../../components/node-preparation/preflight";
 import type { NodeFacts as Rke2Facts } from "../../components/rke2-cluster/start-plan";
 import { isMemberList } from "../../components/rke2-cluster/start-plan";
+import type { NamespaceEgressFacts } from "../../components/cluster-dns/egress-isolation";
+import { dnsEgressGaps } from "./dns-egress";
 import {
   type EtcdMember,
   type EtcdMemberList,
@@ -23,6 +25,7 @@ export type CauseKind =
   | "seed 003: NetworkManager"
   | "seed 003: etcd learner"
   | "seed 000: search domain"
+  | "seed 001: DNS egress policy"
   | "seed 004: upstream resolver"
   | "drift"
   | "host"
@@ -67,6 +70,38 @@ export interface UpstreamProbe {
   readonly answered: boolean;
 }
 
+/** learner-log.sh's report: rke2-server's join retries in its recent log. */
+export interface JoinLog {
+  /** Retries on etcd's "too many learner members in cluster". */
+  readonly learner: number;
+  /** Retries on etcd's "unhealthy cluster". */
+  readonly unhealthy: number;
+  /** etcd's error in the latest retry. */
+  readonly last?: string;
+}
+
+export function parseJoinLog(stdout: string): JoinLog {
+  const value = (key: string) =>
+    stdout
+      .split("\n")
+      .find((l) => l.startsWith(`${key}=`))
+      ?.slice(key.length + 1);
+  const count = (key: string) => {
+    const n = Number(value(key));
+    if (!Number.isInteger(n)) throw new Error(`the RKE2 log report lacks ${key}`);
+    return n;
+  };
+  return { learner: count("learner"), unhealthy: count("unhealthy"), last: value("last") };
+}
+
+/** The DNS egress facts of the stack's policy namespaces, read on one server of a cluster. */
+export interface ClusterEgress {
+  readonly cluster: string;
+  readonly namespaces: readonly NamespaceEgressFacts[];
+  /** The node-local address pods send DNS to, when NodeLocalDNS is on. */
+  readonly nodeLocalIp?: string;
+}
+
 /** What doctor read on one node; a check it did not run there is absent. */
 export interface HostFacts {
   readonly node: NodeSpec;
@@ -78,6 +113,10 @@ export interface HostFacts {
   readonly etcdPorts?: Read<readonly PortCheck[]>;
   readonly search?: Read<readonly SearchProbe[]>;
   readonly upstreams?: Read<readonly UpstreamProbe[]>;
+  /** Servers: rke2-server's recent join retries. */
+  readonly joinLog?: Read<JoinLog>;
+  /** The first server of a cluster: the policy namespaces' NetworkPolicies, pods and workloads. */
+  readonly dnsEgress?: Read<ClusterEgress>;
 }
 
 export function parseSearchProbes(stdout: string): SearchProbe[] {
@@ -257,7 +296,21 @@ export function learnerFindings(hosts: readonly HostFacts[]): {
   const running = servers.filter((h) => (h.rke2 as { ok: Rke2Facts }).ok.active);
   if (!withList) {
     return {
-      findings: [],
+      findings: running.flatMap((h): Finding[] => {
+        const log = h.joinLog && "ok" in h.joinLog ? h.joinLog.ok : undefined;
+        if (!log || log.learner + log.unhealthy === 0) return [];
+        return [
+          {
+            host: h.node.name,
+            cause: "seed 003: etcd learner",
+            summary:
+              "rke2-server runs but its join is held up by etcd, and no server's etcd answers a member list",
+            evidence: `rke2-server's log: ${log.learner} join retries on "too many learner members in cluster", ${log.unhealthy} on "unhealthy cluster"`,
+            remedy:
+              "open etcd's ports between the servers (node preparation, pulumi up); do not delete etcd data by hand",
+          },
+        ];
+      }),
       unchecked: running.map((h) => ({
         host: h.node.name,
         check: "etcd membership",
@@ -308,6 +361,15 @@ export function learnerFindings(hosts: readonly HostFacts[]): {
           ),
       ),
   );
+  const logOf = (node: NodeSpec): string => {
+    const read = hosts.find((h) => h.node.name === node.name)?.joinLog;
+    if (!read || !("ok" in read) || read.ok.learner + read.ok.unhealthy === 0) return "";
+    const log = read.ok;
+    return (
+      `; rke2-server's log: ${log.learner} join retries on "too many learner members in cluster", ` +
+      `${log.unhealthy} on "unhealthy cluster"${log.last ? `, the latest "${log.last}"` : ""}`
+    );
+  };
   for (const view of views) {
     if (!view.facts.active || view.member) continue;
     const blockers = [
@@ -320,10 +382,10 @@ export function learnerFindings(hosts: readonly HostFacts[]): {
       summary:
         `rke2-server runs but ${view.node.name} is not in etcd's member list` +
         (blockers.length > 0 ? `: it is stuck behind ${blockers.join(" and ")}` : ""),
-      evidence: `${evidenceOf}: no member with its name, addresses or on-disk member name`,
+      evidence: `${evidenceOf}: no member with its name, addresses or on-disk member name${logOf(view.node)}`,
       remedy:
         "fix the firewall first (node preparation, pulumi up); RKE2 keeps retrying its join and " +
-        "gets in once the learner is promoted. Do not delete etcd data by hand",
+        "gets in once every member is reachable and no learner is left. Do not delete etcd data by hand",
     });
   }
   return { findings, unchecked: [] };
@@ -412,6 +474,44 @@ function upstreamFindings(node: NodeSpec, probes: readonly UpstreamProbe[]): Fin
     }));
 }
 
+function gapText(
+  gap: ReturnType<typeof dnsEgressGaps>[number]["gap"],
+  nodeLocalIp?: string,
+): string {
+  switch (gap) {
+    case "TCP only":
+      return "may ask DNS over TCP only: no egress rule allows UDP 53, and resolvers ask over UDP first";
+    case "no DNS":
+      return "cannot ask DNS at all: no egress rule allows port 53";
+    case "no node-local address":
+      return (
+        `cannot reach the node-local DNS address ${nodeLocalIp ?? ""}, where NodeLocalDNS sends ` +
+        "their queries: no rule that allows UDP 53 has an ipBlock holding it"
+      );
+  }
+}
+
+/** Seed 001: isolated pods cut off from DNS in the stack's policy namespaces. */
+function dnsEgressFindings(
+  model: EnvironmentModel,
+  node: NodeSpec,
+  egress: ClusterEgress,
+): Finding[] {
+  return egress.namespaces.flatMap((ns) =>
+    dnsEgressGaps(ns, egress.nodeLocalIp).map((gap) => ({
+      host: node.name,
+      cause: "seed 001: DNS egress policy" as const,
+      summary:
+        `in namespace ${ns.namespace} of cluster ${egress.cluster}, ${gap.subjects.join(", ")} ` +
+        gapText(gap.gap, egress.nodeLocalIp),
+      evidence: `NetworkPolicies selecting them: ${gap.policies.join(", ")} (read with RKE2's kubectl on ${node.name})`,
+      remedy: model.dns.policyNamespaces.some((p) => p.name === ns.namespace)
+        ? `pulumi up with deploy.clusterDns on: dns.policyNamespaces lists ${ns.namespace}, where allow-dns-egress allows UDP and TCP 53 to the cluster DNS and the node-local address`
+        : `add ${ns.namespace} to dns.policyNamespaces and pulumi up`,
+    })),
+  );
+}
+
 /** Every cause the facts show, host by host, and the checks that could not answer. */
 export function causesOf(
   model: EnvironmentModel,
@@ -454,6 +554,10 @@ export function causesOf(
     });
     check(host, "seed 004: upstream resolvers", host.upstreams, (p) =>
       findings.push(...upstreamFindings(host.node, p)),
+    );
+    check(host, "seed 003: RKE2's log", host.joinLog, () => undefined);
+    check(host, "seed 001: DNS egress policies", host.dnsEgress, (e) =>
+      findings.push(...dnsEgressFindings(model, host.node, e)),
     );
   }
   const learners = learnerFindings(hosts);

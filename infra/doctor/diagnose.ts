@@ -7,7 +7,9 @@
  * that does not answer is a finding of its own and holds up no other.
  */
 import * as path from "path";
+import { factsFromScript } from "../../components/cluster-dns/egress-check-provider";
 import {
+  type ClusterSettings,
   type EnvironmentModel,
   MANAGEMENT_CLUSTER,
   type NodeSpec,
@@ -24,8 +26,10 @@ import { parseNodeFacts as parseRke2Facts } from "../../components/rke2-cluster/
 import { failureReason, runScript, type SshConnection } from "../../components/ssh/run-script";
 import {
   causesOf,
+  type ClusterEgress,
   type Finding,
   type HostFacts,
+  parseJoinLog,
   parseSearchProbes,
   parseUpstreamProbes,
   type Read,
@@ -65,9 +69,23 @@ export interface DoctorReport {
   readonly wallMs: number;
 }
 
-function clusterDnsOf(model: EnvironmentModel, node: NodeSpec): string {
-  if (node.cluster === MANAGEMENT_CLUSTER) return model.management.clusterDnsIp;
-  return model.rancher?.downstreamClusters.find((c) => c.name === node.cluster)?.clusterDnsIp ?? "";
+function clusterOf(model: EnvironmentModel, node: NodeSpec): ClusterSettings | undefined {
+  if (node.cluster === MANAGEMENT_CLUSTER) return model.management;
+  return model.rancher?.downstreamClusters.find((c) => c.name === node.cluster);
+}
+
+/**
+ * The node of a cluster whose RKE2 kubectl reads the cluster's API: the first management server,
+ * or a downstream cluster's first control-plane node (RKE2 runs its apiserver there).
+ */
+function firstServerOf(model: EnvironmentModel, cluster: string): NodeSpec | undefined {
+  return model.nodes.find(
+    (n) =>
+      n.cluster === cluster &&
+      (cluster === MANAGEMENT_CLUSTER
+        ? n.roles.includes("server")
+        : n.roles.includes("controlplane")),
+  );
 }
 
 /** Reads every host of the model and names the causes found. Changes nothing anywhere. */
@@ -183,7 +201,10 @@ export async function diagnoseModel(
             node,
             "seed 000: search domains",
             script("cluster-dns", "search-domain-probe.sh"),
-            { NAME: model.rancher.hostname, CLUSTER_DNS: clusterDnsOf(model, node) },
+            {
+              NAME: model.rancher.hostname,
+              CLUSTER_DNS: clusterOf(model, node)?.clusterDnsIp ?? "",
+            },
             parseSearchProbes,
           ),
         )
@@ -200,9 +221,51 @@ export async function diagnoseModel(
             ),
           )
         : undefined;
+    const joinLog =
+      role === "server" && isManagement
+        ? guarded(
+            read(
+              node,
+              "RKE2's log",
+              script("rke2-cluster", "learner-log.sh"),
+              { LINES: "500" },
+              parseJoinLog,
+            ),
+          )
+        : undefined;
+    const cluster = clusterOf(model, node);
+    const dnsEgress =
+      cluster &&
+      node === firstServerOf(model, node.cluster) &&
+      model.dns.policyNamespaces.length > 0
+        ? guarded(
+            read(
+              node,
+              "seed 001: DNS egress policies",
+              script("cluster-dns", "egress-facts.sh"),
+              {
+                NAMESPACES: model.dns.policyNamespaces.map((n) => n.name).join(" "),
+                RKE2_FACTS_SCRIPT: script("rke2-cluster", "rke2-facts.sh"),
+              },
+              (out): ClusterEgress => {
+                if (out.split("\n").includes("not-running"))
+                  throw new Error(
+                    `the cluster's API does not answer RKE2's kubectl on ${node.name}`,
+                  );
+                return {
+                  cluster: node.cluster,
+                  namespaces: factsFromScript(out, model.dns.policyNamespaces),
+                  nodeLocalIp: model.dns.nodeLocal.enabled ? model.dns.nodeLocal.ip : undefined,
+                };
+              },
+            ),
+          )
+        : undefined;
     return {
       node,
       preparation,
+      joinLog: await joinLog,
+      dnsEgress: await dnsEgress,
       rke2: await rke2,
       etcdPorts: await etcdPorts,
       search: await search,

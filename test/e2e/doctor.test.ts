@@ -1,8 +1,10 @@
 /**
  * doctor against the lab with four incidents present at once: seed 003 as its operators left it
  * (`lab estate broken`), seed 000's search domain with the cluster DNS on the chart's default
- * Corefile (`lab dns default`), and seed 004's silent upstream (192.168.122.99, an address of the
- * lab's network that no namespace holds, in the stack's dns.upstreamResolvers). doctor runs as an
+ * Corefile (`lab dns default`), seed 001's DNS policy that allows TCP only, in a namespace whose
+ * egress is denied, on the first server's real kube-apiserver, and seed 004's silent upstream
+ * (192.168.122.99, an address of the lab's network that no namespace holds, in the stack's
+ * dns.upstreamResolvers). doctor runs as an
  * operator runs it, from the stack file alone: no Pulumi stack, no state. What each cause is
  * expected on comes from the lab's own view (iptables-save in the node's namespace, the systemctl
  * double's unit files, etcdctl against the first server), never from the product's code.
@@ -23,6 +25,7 @@ import {
   nodeFile,
   REPO,
   ruleset,
+  run,
   unitState,
 } from "../real/lab";
 import type { DoctorReport } from "../../infra/doctor/diagnose";
@@ -31,6 +34,26 @@ const STACK = `doctor-${LAB_PREFIX}`;
 const FILE = path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`);
 const NODES = [20, 21, 22, 31, 30];
 const SILENT_UPSTREAM = "192.168.122.99";
+const KUBECONFIG = path.join(LAB_DIR, "kube", "kubeconfig");
+const kubectl = (...args: string[]) =>
+  run("kubectl", ["--kubeconfig", KUBECONFIG, "--request-timeout=10s", ...args]);
+/** Seed 001: DNS allowed on TCP only, beside the namespace's own default-deny egress policy. */
+const TCP_ONLY_DNS = `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: allow-dns-tcp
+  namespace: default
+spec:
+  podSelector: {}
+  policyTypes: [Egress]
+  egress:
+  - ports:
+    - port: 53
+      protocol: TCP
+    to:
+    - ipBlock:
+        cidr: 169.254.20.10/32
+`;
 const name = (octet: number) => `sza122${String(octet).padStart(3, "0")}.local`;
 
 function doctor(...args: string[]): { status: number; stdout: string; stderr: string } {
@@ -74,6 +97,13 @@ function snapshot(): unknown {
       rules: [...ruleset(octet), ...ruleset(octet, "ip6tables")],
     })),
     members: memberNames().sort(),
+    policies: kubectl(
+      "get",
+      "networkpolicies",
+      "-A",
+      "-o",
+      "jsonpath={.items[*].metadata.resourceVersion}",
+    ).stdout,
   };
 }
 
@@ -114,6 +144,17 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
       const r = lab(...args);
       assert.equal(r.status, 0, `lab ${args.join(" ")}: ${r.stderr}`);
     }
+    for (let i = 0; kubectl("get", "--raw", "/readyz").stdout !== "ok"; i++) {
+      assert.ok(i < 60, "the first server's kube-apiserver did not answer within 60 s");
+      spawnSync("sleep", ["1"]);
+    }
+    const policies = path.join(LAB_DIR, "doctor-policies.yaml");
+    fs.writeFileSync(
+      policies,
+      `${fs.readFileSync(path.join(REPO, "test", "fixtures", "default-deny-egress.yaml"), "utf8")}---\n${TCP_ONLY_DNS}`,
+    );
+    const applied = kubectl("apply", "-n", "default", "-f", policies);
+    assert.equal(applied.status, 0, applied.stderr);
     writeStack((config) => {
       const dns = config["rke2-remediation:dns"] as { upstreamResolvers: string[] };
       dns.upstreamResolvers = [...dns.upstreamResolvers, SILENT_UPSTREAM];
@@ -129,6 +170,7 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
 
   after(() => {
     fs.rmSync(FILE, { force: true });
+    kubectl("delete", "-n", "default", "networkpolicy", "default-deny-egress", "allow-dns-tcp");
     lab("dns", "stack");
   });
 
@@ -175,6 +217,10 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
       new RegExp(`stuck behind ${name(joined).replace(/\./g, "\\.")}`),
     );
     assert.match(stuck[0].evidence, /etcdctl member list, read on sza122020\.local/);
+    assert.match(
+      stuck[0].evidence,
+      /rke2-server's log: [1-9]\d* join retries on "too many learner members in cluster"/,
+    );
     assert.deepEqual(causesOn(20, "seed 003: etcd learner"), []);
   });
 
@@ -186,6 +232,19 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
       assert.match(found[0].remedy, /dns\.neutralizedSearchDomains/);
     }
     assert.equal(report.findings.filter((f) => f.cause === "seed 000: search domain").length, 2);
+  });
+
+  it("seed 001: the TCP-only DNS policy, named on the server whose kubectl read it", () => {
+    const found = report.findings.filter((f) => f.cause === "seed 001: DNS egress policy");
+    assert.deepEqual(
+      found.map((f) => f.host),
+      ["sza122020.local"],
+    );
+    assert.match(
+      found[0].summary,
+      /^in namespace default of cluster management, new pods without labels may ask DNS over TCP only/,
+    );
+    assert.match(found[0].evidence, /allow-dns-tcp, default-deny-egress/);
   });
 
   it("seed 004: the silent upstream named, the answering one not", () => {
@@ -203,7 +262,7 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
   it("prints a table for people with each cause's host, evidence and remedy, and its progress", () => {
     const r = doctor();
     assert.equal(r.status, 1);
-    assert.match(r.stdout, /^sza122022\.local {2}seed 003: etcd learner: /m);
+    assert.match(r.stdout, /^sza12202[12]\.local {2}seed 003: etcd learner: /m);
     assert.match(r.stdout, /^ +evidence: /m);
     assert.match(r.stdout, /^ +remedy: /m);
     assert.match(r.stdout, /cause\(s\) on 5 host\(s\)$/m);

@@ -14,7 +14,10 @@ import {
   parseSearchProbes,
   parseUpstreamProbes,
 } from "../../infra/doctor/causes";
+import { dnsEgressGaps } from "../../infra/doctor/dns-egress";
 import { stackSecret } from "../../infra/doctor/stack-secrets";
+import { namespaceFacts } from "../../components/cluster-dns/egress-check-provider";
+import { dnsEgressNetworkPolicyObject } from "../../components/cluster-dns/manifests";
 import { labModel } from "../support/lab-stack";
 
 /**
@@ -277,5 +280,98 @@ describe("doctor: causes from facts", () => {
     assert.deepEqual(unchecked, [
       { host: "sza122021.local", check: "node preparation", reason: "dig is not installed" },
     ]);
+  });
+});
+
+describe("doctor: seed 001 from a namespace's NetworkPolicies", () => {
+  const NODE_LOCAL = "169.254.20.10";
+  /** A NetworkPolicyList as the API returns it. */
+  const list = (...specs: Record<string, unknown>[]) => ({
+    items: specs.map((spec, i) => ({ metadata: { name: `p${i}` }, spec })),
+  });
+  const denyAll = { podSelector: {}, policyTypes: ["Egress"] };
+  const pod = {
+    items: [{ metadata: { name: "web-1", labels: { app: "web" } }, status: { phase: "Running" } }],
+  };
+  const gaps = (policies: ReturnType<typeof list>) =>
+    dnsEgressGaps(namespaceFacts("default", true, policies, pod), NODE_LOCAL).map((g) => [
+      g.gap,
+      g.subjects,
+      g.policies,
+    ]);
+
+  it("finds nothing where no policy isolates egress", () => {
+    assert.deepEqual(gaps(list()), []);
+  });
+
+  it("names a namespace whose isolated pods may send DNS over TCP only (the protocol defaults to TCP)", () => {
+    assert.deepEqual(
+      gaps(list(denyAll, { podSelector: {}, egress: [{ ports: [{ port: 53 }] }] })),
+      [["TCP only", ["web-1", "new pods without labels"], ["p0", "p1"]]],
+    );
+  });
+
+  it("names isolated pods with no DNS at all, and only those the policy selects", () => {
+    assert.deepEqual(
+      gaps(list({ podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Egress"] })),
+      [["no DNS", ["web-1"], ["p0"]]],
+    );
+  });
+
+  it("names an allowance that misses the node-local address, or excepts it", () => {
+    const udp = [{ protocol: "UDP", port: 53 }];
+    assert.deepEqual(
+      gaps(
+        list(denyAll, {
+          podSelector: {},
+          egress: [{ ports: udp, to: [{ ipBlock: { cidr: "10.43.0.10/32" } }] }],
+        }),
+      ),
+      [["no node-local address", ["web-1", "new pods without labels"], ["p0", "p1"]]],
+    );
+    assert.deepEqual(
+      gaps(
+        list(denyAll, {
+          podSelector: {},
+          egress: [
+            {
+              ports: udp,
+              to: [{ ipBlock: { cidr: "169.254.0.0/16", except: ["169.254.20.0/24"] } }],
+            },
+          ],
+        }),
+      ),
+      [["no node-local address", ["web-1", "new pods without labels"], ["p0", "p1"]]],
+    );
+  });
+
+  it("accepts seed 001's own fix, a port range over 53, and the policy the stack renders", () => {
+    const seedFix = {
+      podSelector: {},
+      egress: [
+        {
+          ports: [
+            { port: 53, protocol: "UDP" },
+            { port: 53, protocol: "TCP" },
+          ],
+          to: [{ ipBlock: { cidr: "169.254.20.10/32" } }, { ipBlock: { cidr: "10.96.0.10/32" } }],
+        },
+      ],
+    };
+    assert.deepEqual(gaps(list(denyAll, seedFix)), []);
+    assert.deepEqual(
+      gaps(
+        list(denyAll, {
+          podSelector: {},
+          egress: [{ ports: [{ protocol: "UDP", port: 1, endPort: 1024 }] }],
+        }),
+      ),
+      [],
+    );
+    const model = labModel();
+    const rendered = dnsEgressNetworkPolicyObject("default", model.dns, model.management) as {
+      spec: Record<string, unknown>;
+    };
+    assert.deepEqual(gaps(list(denyAll, rendered.spec)), []);
   });
 });

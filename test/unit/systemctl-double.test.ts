@@ -2,7 +2,8 @@
  * The lab's systemctl test double (test/lab/node-files/systemctl) stopping a unit that runs a
  * process: it returns once the unit's processes are gone, and a process group that ignores SIGTERM
  * is killed when the stop times out, as systemd does after TimeoutStopSec, so no process of the
- * unit outlives the stop beside the next start.
+ * unit outlives the stop beside the next start. And its `status`, which shows the unit's log as
+ * systemd shows the journal.
  */
 import * as assert from "assert/strict";
 import { spawnSync } from "child_process";
@@ -69,5 +70,54 @@ describe("the lab's systemctl double stopping a unit's processes", function () {
     for (let i = 0; i < 20 && groupAlive(pid); i++) spawnSync("sleep", ["0.1"]);
     assert.equal(groupAlive(pid), false, "a process of the unit outlived its stop");
     assert.equal(systemctl("is-active", "stubborn").status, 3);
+  });
+});
+
+describe("the lab's systemctl double showing a unit's status", () => {
+  let dir: string;
+  const systemctl = (...args: string[]) =>
+    spawnSync("bash", [DOUBLE, ...args], {
+      encoding: "utf8",
+      env: { ...process.env, SYSTEMCTL_DOUBLE_DIR: dir },
+    });
+
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "rke2r-systemctl-"));
+    fs.mkdirSync(path.join(dir, "units", "rke2-server.service"), { recursive: true });
+    const log = Array.from({ length: 12 }, (_, i) => `line ${i + 1}`).join("\n");
+    fs.writeFileSync(path.join(dir, "units", "rke2-server.service", "log"), `${log}\n`);
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it("follows its state with the most recent log lines, 10 by default, as the journal's", () => {
+    const out = systemctl("status", "--no-pager", "rke2-server").stdout.split("\n");
+    assert.equal(out[0], "rke2-server.service: enabled=no active=no");
+    assert.deepEqual(out.slice(2, -1), [
+      "line 3",
+      "line 4",
+      "line 5",
+      "line 6",
+      "line 7",
+      "line 8",
+      "line 9",
+      "line 10",
+      "line 11",
+      "line 12",
+    ]);
+  });
+
+  it("shows as many as -n or --lines asks, and none with 0", () => {
+    assert.deepEqual(
+      systemctl("status", "-n", "2", "rke2-server").stdout.split("\n").slice(2, -1),
+      ["line 11", "line 12"],
+    );
+    assert.match(
+      systemctl("status", "--full", "--lines=1", "rke2-server").stdout,
+      /\n\nline 12\n$/,
+    );
+    assert.equal(
+      systemctl("status", "--lines=0", "rke2-server").stdout,
+      "rke2-server.service: enabled=no active=no\n",
+    );
   });
 });
