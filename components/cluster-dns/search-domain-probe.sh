@@ -4,7 +4,10 @@
 # The search list is the last `search` (or `domain`) line of /etc/resolv.conf and the server its
 # first `nameserver` (resolv.conf(5): the two keywords exclude each other, the last one wins).
 # Parameters: NAME (Rancher's host name), CLUSTER_DNS (the cluster's kube-dns Service address, or
-# empty when the stack renders none). Each query is one UDP try of 2 s.
+# empty when the stack renders none). Each query is one UDP try of 2 s. The node reaches the
+# Service address as a pod does: kube-proxy binds every Service address to kube-ipvs0 in IPVS mode
+# and DNATs the node's own output in iptables mode (kubernetes/kubernetes@v1.35.4
+# pkg/proxy/ipvs/README.md); where it cannot, the line says unreachable and nothing is claimed.
 # Prints one line per query: "<node|cluster> <domain> <server> answered <RCODE> <ms>",
 # "... silent <ms>" (no answer in time) or "... unreachable <ms>" (no route, or refused).
 set -uo pipefail

@@ -7,7 +7,7 @@
  * `$(...)`, pipes, `&&`, `;`, redirections, `VAR=value` prefixes, `sudo`), and each simple command
  * is checked by its program:
  *   - `npm run <script> [-- args]` and `npm test`: the script is in package.json. Arguments:
- *     - `render`, `verify`: the CLI is run with them and `--help`; its strict parser
+ *     - `render`, `verify`, `doctor`: the CLI is run with them and `--help`; its strict parser
  *       (infra/cli/args.ts) refuses an unknown flag, or a flag without its value, before it
  *       prints the usage, so exit 0 means every flag is accepted;
  *     - `lab`: as `bash test/lab/lab` below; `bench`: as `bash bench/run` below;
@@ -374,8 +374,8 @@ const canonicalKey = (key: string) =>
 // The checks, one function per program; each returns what is wrong.
 // ---------------------------------------------------------------------------------------------
 
-/** Flags of `render` / `verify`: the command run with them and --help exits 0 only if accepted. */
-function cliProblems(command: "render" | "verify", args: readonly string[]): string[] {
+/** Flags of `render` / `verify` / `doctor`: the command run with them and --help exits 0 only if accepted. */
+function cliProblems(command: "render" | "verify" | "doctor", args: readonly string[]): string[] {
   const r = spawnSync(process.execPath, [path.join(CLI, `${command}.js`), ...args, "--help"], {
     encoding: "utf8",
     timeout: 60000,
@@ -453,7 +453,8 @@ function npmProblems(args: readonly string[]): string[] {
   if (after.length > 0 && after[0] !== "--")
     return [`npm run ${script}: give the script's arguments after --`];
   const scriptArgs = after.slice(1);
-  if (script === "render" || script === "verify") return cliProblems(script, scriptArgs);
+  if (script === "render" || script === "verify" || script === "doctor")
+    return cliProblems(script, scriptArgs);
   if (script === "lab") return labProblems(scriptArgs);
   if (script === "bench") return benchProblems(scriptArgs);
   if (script === "policy:pack") return packProblems(scriptArgs);
