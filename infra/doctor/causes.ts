@@ -25,6 +25,7 @@ export type CauseKind =
   | "seed 003: NetworkManager"
   | "seed 003: etcd learner"
   | "seed 000: search domain"
+  | "seed 000: cluster agent"
   | "seed 001: DNS egress policy"
   | "seed 004: upstream resolver"
   | "drift"
@@ -113,6 +114,8 @@ export interface HostFacts {
   readonly etcdPorts?: Read<readonly PortCheck[]>;
   readonly search?: Read<readonly SearchProbe[]>;
   readonly upstreams?: Read<readonly UpstreamProbe[]>;
+  /** Downstream nodes: the cluster agent's last log lines here (none where it has no pod). */
+  readonly agentLog?: Read<readonly string[]>;
   /** Servers: rke2-server's recent join retries. */
   readonly joinLog?: Read<JoinLog>;
   /** The first server of a cluster: the policy namespaces' NetworkPolicies, pods and workloads. */
@@ -462,6 +465,38 @@ function searchFindings(
   return { findings, unchecked };
 }
 
+/**
+ * Seed 000 in the cluster agent's own words: its latest attempt failed to look up Rancher's host
+ * (`lookup <host>: i/o timeout` or `no such host`; rancher/rancher@v2.14.3 cmd/agent/main.go
+ * logs each failed dial), with no "Connected to proxy" after it.
+ */
+function agentLogFindings(
+  model: EnvironmentModel,
+  node: NodeSpec,
+  lines: readonly string[],
+): Finding[] {
+  const host = model.rancher?.hostname;
+  if (!host) return [];
+  const lastWhere = (test: (l: string) => boolean) =>
+    lines.reduce((last, l, i) => (test(l) ? i : last), -1);
+  const failed = lastWhere(
+    (l) => l.includes(`lookup ${host}`) && /i\/o timeout|no such host/.test(l),
+  );
+  const connected = lastWhere((l) => l.includes("Connected to proxy"));
+  if (failed < 0 || connected > failed) return [];
+  return [
+    {
+      host: node.name,
+      cause: "seed 000: cluster agent",
+      summary: `the cluster agent that runs here cannot look up Rancher's host ${host}`,
+      evidence: `cattle-cluster-agent's log: ${lines[failed].trim().slice(0, 300)}`,
+      remedy:
+        "dns.staticHosts answers Rancher's name in the cluster DNS and dns.neutralizedSearchDomains " +
+        "makes the unanswered domain fail fast (pulumi up puts both in the cluster's chartValues)",
+    },
+  ];
+}
+
 function upstreamFindings(node: NodeSpec, probes: readonly UpstreamProbe[]): Finding[] {
   return probes
     .filter((p) => !p.answered)
@@ -556,6 +591,9 @@ export function causesOf(
       findings.push(...upstreamFindings(host.node, p)),
     );
     check(host, "seed 003: RKE2's log", host.joinLog, () => undefined);
+    check(host, "seed 000: cluster agent's log", host.agentLog, (l) =>
+      findings.push(...agentLogFindings(model, host.node, l)),
+    );
     check(host, "seed 001: DNS egress policies", host.dnsEgress, (e) =>
       findings.push(...dnsEgressFindings(model, host.node, e)),
     );

@@ -8,6 +8,7 @@
  */
 import * as path from "path";
 import { factsFromScript } from "../../components/cluster-dns/egress-check-provider";
+import { parseAgentCheck } from "../../components/rancher-cluster/cluster-wait";
 import {
   type ClusterSettings,
   type EnvironmentModel,
@@ -261,9 +262,22 @@ export async function diagnoseModel(
             ),
           )
         : undefined;
+    const agentLog =
+      !isManagement && model.rancher?.hostname
+        ? guarded(
+            read(
+              node,
+              "seed 000: cluster agent's log",
+              script("rancher-cluster", "cluster-agent-check.sh"),
+              { RANCHER_HOST: model.rancher.hostname, LOOKUP: "no", NEEDS_AGENT_LOG: "yes" },
+              (out) => parseAgentCheck(out, node.name).logLines,
+            ),
+          )
+        : undefined;
     return {
       node,
       preparation,
+      agentLog: await agentLog,
       joinLog: await joinLog,
       dnsEgress: await dnsEgress,
       rke2: await rke2,

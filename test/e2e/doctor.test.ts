@@ -1,7 +1,8 @@
 /**
  * doctor against the lab with four incidents present at once: seed 003 as its operators left it
  * (`lab estate broken`), seed 000's search domain with the cluster DNS on the chart's default
- * Corefile (`lab dns default`), seed 001's DNS policy that allows TCP only, in a namespace whose
+ * Corefile (`lab dns default`) and a cluster agent pod started under it (`lab
+ * restart-cluster-agent`), which logs Rancher's name timing out, seed 001's DNS policy that allows TCP only, in a namespace whose
  * egress is denied, on the first server's real kube-apiserver, and seed 004's silent upstream
  * (192.168.122.99, an address of the lab's network that no namespace holds, in the stack's
  * dns.upstreamResolvers). doctor runs as an
@@ -124,6 +125,22 @@ function treeOf(root: string): string[] {
   return found.sort();
 }
 
+/** The downstream nodes whose cluster agent pod's log has Rancher's name timing out. */
+function agentTimedOut(): number[] {
+  return [31, 30].filter((octet) => {
+    const pods = nodeFile(octet, "/var/log/pods");
+    if (!fs.existsSync(pods)) return false;
+    return fs
+      .readdirSync(pods)
+      .filter((d) => d.startsWith("cattle-system_cattle-cluster-agent-"))
+      .some((d) =>
+        /lookup ai-ear\.cn: i\/o timeout/.test(
+          fs.readFileSync(path.join(pods, d, "cluster-register", "0.log"), "utf8"),
+        ),
+      );
+  });
+}
+
 const hasFirewall = (octet: number) =>
   [...ruleset(octet), ...ruleset(octet, "ip6tables")].some((l) => / -j REJECT /.test(l)) ||
   unitState(octet, "iptables.service").enabled ||
@@ -137,12 +154,13 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
   let status: number;
 
   before(() => {
-    for (const args of [
-      ["estate", "broken"],
-      ["dns", "default"],
-    ]) {
+    for (const args of [["estate", "broken"], ["dns", "default"], ["restart-cluster-agent"]]) {
       const r = lab(...args);
       assert.equal(r.status, 0, `lab ${args.join(" ")}: ${r.stderr}`);
+    }
+    for (let i = 0; agentTimedOut().length === 0; i++) {
+      assert.ok(i < 90, "the new cluster agent pod logged no lookup timeout in 90 s");
+      spawnSync("sleep", ["1"]);
     }
     for (let i = 0; kubectl("get", "--raw", "/readyz").stdout !== "ok"; i++) {
       assert.ok(i < 60, "the first server's kube-apiserver did not answer within 60 s");
@@ -232,6 +250,15 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
       assert.match(found[0].remedy, /dns\.neutralizedSearchDomains/);
     }
     assert.equal(report.findings.filter((f) => f.cause === "seed 000: search domain").length, 2);
+  });
+
+  it("seed 000 in the cluster agent's words, on the node its pod logs on", () => {
+    const found = report.findings.filter((f) => f.cause === "seed 000: cluster agent");
+    assert.deepEqual(
+      found.map((f) => f.host),
+      agentTimedOut().map(name),
+    );
+    assert.match(found[0].evidence, /lookup ai-ear\.cn: i\/o timeout/);
   });
 
   it("seed 001: the TCP-only DNS policy, named on the server whose kubectl read it", () => {

@@ -272,6 +272,34 @@ describe("doctor: causes from facts", () => {
     assert.deepEqual(unchecked, []);
   });
 
+  it("names seed 000 from the cluster agent's log only while its latest attempt failed", () => {
+    const failed =
+      'time="2026-12-05T11:43:26Z" level=error msg="Failed to dial steve aggregation server: dial tcp: lookup ai-ear.cn: i/o timeout"';
+    const connected = 'time="2026-12-05T11:44:01Z" level=info msg="Connected to proxy"';
+    const downstream = (lines: string[]): HostFacts[] => [
+      ...[20, 21, 22].map((o) => healthy(o, three)),
+      {
+        node: {
+          ...node(model, 20),
+          name: "sza122031.local",
+          ip: "192.168.122.31",
+          cluster: "uat1",
+        },
+        agentLog: { ok: lines },
+      },
+    ];
+    const agent = (lines: string[]) =>
+      causesOf(model, downstream(lines)).findings.filter(
+        (f) => f.cause === "seed 000: cluster agent",
+      );
+    assert.deepEqual(
+      agent([connected, failed]).map((f) => [f.host, f.evidence]),
+      [["sza122031.local", `cattle-cluster-agent's log: ${failed}`]],
+    );
+    assert.deepEqual(agent([failed, connected]), []);
+    assert.deepEqual(agent([]), []);
+  });
+
   it("reports a check that failed on a host as not checked, never as healthy", () => {
     const hosts = [20, 21, 22].map((o) => healthy(o, three));
     hosts[1] = { ...hosts[1], preparation: { error: "dig is not installed" } };
