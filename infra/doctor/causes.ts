@@ -13,6 +13,7 @@ import type { NodeFacts as Rke2Facts } from "../../components/rke2-cluster/start
 import { isMemberList } from "../../components/rke2-cluster/start-plan";
 import type { NamespaceEgressFacts } from "../../components/cluster-dns/egress-isolation";
 import { dnsEgressGaps } from "./dns-egress";
+import { type DnsHostRecord, dnsHostRecords } from "../../components/libvirt-dns/render";
 import {
   type EtcdMember,
   type EtcdMemberList,
@@ -79,6 +80,15 @@ export interface JoinLog {
   readonly unhealthy: number;
   /** etcd's error in the latest retry. */
   readonly last?: string;
+}
+
+/** "3 join retries on ..., 1 on ..." */
+function retries(log: JoinLog): string {
+  const n = (count: number) => `${count} join ${count === 1 ? "retry" : "retries"}`;
+  return (
+    `${n(log.learner)} on "too many learner members in cluster", ` +
+    `${n(log.unhealthy)} on "unhealthy cluster"`
+  );
 }
 
 export function parseJoinLog(stdout: string): JoinLog {
@@ -308,7 +318,7 @@ export function learnerFindings(hosts: readonly HostFacts[]): {
             cause: "seed 003: etcd learner",
             summary:
               "rke2-server runs but its join is held up by etcd, and no server's etcd answers a member list",
-            evidence: `rke2-server's log: ${log.learner} join retries on "too many learner members in cluster", ${log.unhealthy} on "unhealthy cluster"`,
+            evidence: `rke2-server's log: ${retries(log)}`,
             remedy:
               "open etcd's ports between the servers (node preparation, pulumi up); do not delete etcd data by hand",
           },
@@ -368,10 +378,7 @@ export function learnerFindings(hosts: readonly HostFacts[]): {
     const read = hosts.find((h) => h.node.name === node.name)?.joinLog;
     if (!read || !("ok" in read) || read.ok.learner + read.ok.unhealthy === 0) return "";
     const log = read.ok;
-    return (
-      `; rke2-server's log: ${log.learner} join retries on "too many learner members in cluster", ` +
-      `${log.unhealthy} on "unhealthy cluster"${log.last ? `, the latest "${log.last}"` : ""}`
-    );
+    return `; rke2-server's log: ${retries(log)}${log.last ? `, the latest "${log.last}"` : ""}`;
   };
   for (const view of views) {
     if (!view.facts.active || view.member) continue;
@@ -547,10 +554,52 @@ function dnsEgressFindings(
   );
 }
 
+/** What doctor read on the KVM host: the libvirt network's DNS records, or why it could not. */
+export interface KvmFacts {
+  /** The KVM host as findings name it: `libvirt on <address>`. */
+  readonly host: string;
+  readonly unreachable?: string;
+  readonly records?: Read<readonly DnsHostRecord[]>;
+}
+
+/** Drift on the libvirt network: a name the stack records at an address it does not answer. */
+function libvirtFindings(model: EnvironmentModel, kvm: KvmFacts): Finding[] {
+  if (kvm.unreachable !== undefined)
+    return [
+      {
+        host: kvm.host,
+        cause: "unreachable",
+        summary: "doctor could not read the KVM host",
+        evidence: kvm.unreachable,
+        remedy: "check the host, its address and its pinned host key (libvirt.ssh.hostKey)",
+      },
+    ];
+  if (!kvm.records || !("ok" in kvm.records)) return [];
+  const live = kvm.records.ok;
+  return dnsHostRecords(model.libvirt.dnsRecords).flatMap((want) => {
+    const found = live.find((r) => r.ip === want.ip);
+    const missing = want.hostnames.filter((h) => !found?.hostnames.includes(h));
+    if (missing.length === 0) return [];
+    return [
+      {
+        host: kvm.host,
+        cause: "drift" as const,
+        summary: `the libvirt network ${model.libvirt.network} does not answer ${missing.join(", ")} with ${want.ip}`,
+        evidence: found
+          ? `virsh net-dumpxml ${model.libvirt.network}: <host ip='${want.ip}'> names ${found.hostnames.join(", ")}`
+          : `virsh net-dumpxml ${model.libvirt.network}: no <host ip='${want.ip}'>`,
+        remedy:
+          "libvirt.dnsRecords: pulumi up adds the record (seed 000: nodes resolve Rancher through it)",
+      },
+    ];
+  });
+}
+
 /** Every cause the facts show, host by host, and the checks that could not answer. */
 export function causesOf(
   model: EnvironmentModel,
   hosts: readonly HostFacts[],
+  kvm?: KvmFacts,
 ): { findings: Finding[]; unchecked: Unchecked[] } {
   const findings: Finding[] = [];
   const unchecked: Unchecked[] = [];
@@ -598,10 +647,15 @@ export function causesOf(
       findings.push(...dnsEgressFindings(model, host.node, e)),
     );
   }
+  if (kvm) {
+    findings.push(...libvirtFindings(model, kvm));
+    if (kvm.records && "error" in kvm.records)
+      unchecked.push({ host: kvm.host, check: "libvirt DNS records", reason: kvm.records.error });
+  }
   const learners = learnerFindings(hosts);
   findings.push(...learners.findings);
   unchecked.push(...learners.unchecked);
   const order = new Map(hosts.map((h, i) => [h.node.name, i]));
-  findings.sort((a, b) => (order.get(a.host) ?? 0) - (order.get(b.host) ?? 0));
+  findings.sort((a, b) => (order.get(a.host) ?? -1) - (order.get(b.host) ?? -1));
   return { findings, unchecked };
 }

@@ -9,6 +9,7 @@
 import * as path from "path";
 import { factsFromScript } from "../../components/cluster-dns/egress-check-provider";
 import { parseAgentCheck } from "../../components/rancher-cluster/cluster-wait";
+import { parseDnsHosts } from "../../components/libvirt-dns/render";
 import {
   type ClusterSettings,
   type EnvironmentModel,
@@ -30,6 +31,7 @@ import {
   type ClusterEgress,
   type Finding,
   type HostFacts,
+  type KvmFacts,
   parseJoinLog,
   parseSearchProbes,
   parseUpstreamProbes,
@@ -105,8 +107,10 @@ export async function diagnoseModel(
       const ms = Date.now() - r.since;
       if (!slowest || ms > slowest.ms) slowest = { host: r.host, check: r.check, ms };
     }
-    options.onProgress({ hostsDone, hosts: model.nodes.length, slowest });
+    options.onProgress({ hostsDone, hosts: total, slowest });
   };
+  const readsKvm = model.libvirt.ssh !== undefined && model.deploy.libvirtDnsRecords;
+  const total = model.nodes.length + (readsKvm ? 1 : 0);
   const ticker = options.onProgress ? setInterval(report, 1000) : undefined;
 
   const servers = serversOf(model);
@@ -287,7 +291,31 @@ export async function diagnoseModel(
     };
   }
 
+  /** The KVM host's libvirt records, where the stack manages them. */
+  async function readKvm(): Promise<KvmFacts | undefined> {
+    const ssh = model.libvirt.ssh;
+    if (!ssh || !readsKvm) return undefined;
+    const host = `libvirt on ${ssh.host}`;
+    const kvmNode = { name: host, ip: ssh.host, cluster: "", roles: [], ssh };
+    try {
+      const records = await read(
+        kvmNode,
+        "libvirt DNS records",
+        script("libvirt-dns", "network.sh"),
+        { ACTION: "read", NETWORK: model.libvirt.network },
+        parseDnsHosts,
+      );
+      return { host, records };
+    } catch (err) {
+      return { host, unreachable: (err as Error).message };
+    }
+  }
+
   try {
+    const kvmRead = readKvm().finally(() => {
+      hostsDone++;
+      report();
+    });
     const hosts = await Promise.all(
       model.nodes.map((node) =>
         readHost(node).finally(() => {
@@ -296,10 +324,11 @@ export async function diagnoseModel(
         }),
       ),
     );
-    const { findings, unchecked } = causesOf(model, hosts);
+    const kvm = await kvmRead;
+    const { findings, unchecked } = causesOf(model, hosts, kvm);
     return {
       stack: model.stack,
-      hosts: model.nodes.length,
+      hosts: total,
       findings,
       unchecked,
       wallMs: Date.now() - started,

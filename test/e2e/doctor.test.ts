@@ -5,7 +5,8 @@
  * restart-cluster-agent`), which logs Rancher's name timing out, seed 001's DNS policy that allows TCP only, in a namespace whose
  * egress is denied, on the first server's real kube-apiserver, and seed 004's silent upstream
  * (192.168.122.99, an address of the lab's network that no namespace holds, in the stack's
- * dns.upstreamResolvers). doctor runs as an
+ * dns.upstreamResolvers); and drift on the KVM host: the libvirt record of Rancher's name at .21
+ * deleted by hand. doctor runs as an
  * operator runs it, from the stack file alone: no Pulumi stack, no state. What each cause is
  * expected on comes from the lab's own view (iptables-save in the node's namespace, the systemctl
  * double's unit files, etcdctl against the first server), never from the product's code.
@@ -18,6 +19,7 @@ import * as path from "path";
 import * as YAML from "yaml";
 import {
   etcdMembers,
+  handDeleteDnsHost,
   hostKeyIn,
   lab,
   LAB_DIR,
@@ -28,6 +30,7 @@ import {
   ruleset,
   run,
   unitState,
+  virsh,
 } from "../real/lab";
 import type { DoctorReport } from "../../infra/doctor/diagnose";
 
@@ -98,6 +101,7 @@ function snapshot(): unknown {
       rules: [...ruleset(octet), ...ruleset(octet, "ip6tables")],
     })),
     members: memberNames().sort(),
+    network: virsh("net-dumpxml", "default").stdout,
     policies: kubectl(
       "get",
       "networkpolicies",
@@ -152,6 +156,8 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
   let beforeRun: unknown;
   let afterRun: unknown;
   let status: number;
+  /** The libvirt record the test deletes, put back afterwards. */
+  let removedRecord = "";
 
   before(() => {
     for (const args of [["estate", "broken"], ["dns", "default"], ["restart-cluster-agent"]]) {
@@ -173,6 +179,11 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
     );
     const applied = kubectl("apply", "-n", "default", "-f", policies);
     assert.equal(applied.status, 0, applied.stderr);
+    const dumped = virsh("net-dumpxml", "default");
+    assert.equal(dumped.status, 0, dumped.stderr);
+    removedRecord = /<host ip='192\.168\.122\.21'>[\s\S]*?<\/host>/.exec(dumped.stdout)?.[0] ?? "";
+    assert.match(removedRecord, /ai-ear\.cn/);
+    handDeleteDnsHost("192.168.122.21");
     writeStack((config) => {
       const dns = config["rke2-remediation:dns"] as { upstreamResolvers: string[] };
       dns.upstreamResolvers = [...dns.upstreamResolvers, SILENT_UPSTREAM];
@@ -188,6 +199,8 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
 
   after(() => {
     fs.rmSync(FILE, { force: true });
+    if (removedRecord)
+      virsh("net-update", "default", "add-last", "dns-host", removedRecord, "--live", "--config");
     kubectl("delete", "-n", "default", "networkpolicy", "default-deny-egress", "allow-dns-tcp");
     lab("dns", "stack");
   });
@@ -201,7 +214,7 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
 
   it("exits 1 and reaches every host", () => {
     assert.equal(status, 1);
-    assert.equal(report.hosts, NODES.length);
+    assert.equal(report.hosts, NODES.length + 1, "the nodes and the KVM host");
     assert.deepEqual(
       report.findings.filter((f) => f.cause === "unreachable"),
       [],
@@ -237,7 +250,7 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
     assert.match(stuck[0].evidence, /etcdctl member list, read on sza122020\.local/);
     assert.match(
       stuck[0].evidence,
-      /rke2-server's log: [1-9]\d* join retries on "too many learner members in cluster"/,
+      /rke2-server's log: [1-9]\d* join retr(y|ies) on "too many learner members in cluster"/,
     );
     assert.deepEqual(causesOn(20, "seed 003: etcd learner"), []);
   });
@@ -274,6 +287,15 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
     assert.match(found[0].evidence, /allow-dns-tcp, default-deny-egress/);
   });
 
+  it("drift on the KVM host: the libvirt record deleted by hand, and only that one", () => {
+    const drift = report.findings.filter((f) => f.host === "libvirt on 192.168.122.1");
+    assert.deepEqual(
+      drift.map((f) => [f.cause, f.summary]),
+      [["drift", "the libvirt network default does not answer ai-ear.cn with 192.168.122.21"]],
+    );
+    assert.match(drift[0].remedy, /libvirt\.dnsRecords/);
+  });
+
   it("seed 004: the silent upstream named, the answering one not", () => {
     const found = report.findings.filter((f) => f.cause === "seed 004: upstream resolver");
     assert.equal(found.length, 1, JSON.stringify(found));
@@ -289,11 +311,11 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
   it("prints a table for people with each cause's host, evidence and remedy, and its progress", () => {
     const r = doctor();
     assert.equal(r.status, 1);
-    assert.match(r.stdout, /^sza12202[12]\.local {2}seed 003: etcd learner: /m);
+    assert.match(r.stdout, /^sza12202[12]\.local +seed 003: etcd learner: /m);
     assert.match(r.stdout, /^ +evidence: /m);
     assert.match(r.stdout, /^ +remedy: /m);
-    assert.match(r.stdout, /cause\(s\) on 5 host\(s\)$/m);
-    assert.match(r.stderr, /^doctor: 5\/5 hosts read$/m);
+    assert.match(r.stdout, /cause\(s\) on 6 host\(s\)$/m);
+    assert.match(r.stderr, /^doctor: 6\/6 hosts read$/m);
   });
 
   it("a host whose key differs from the pinned one is refused and named; the others are still read", () => {

@@ -300,6 +300,35 @@ describe("doctor: causes from facts", () => {
     assert.deepEqual(agent([]), []);
   });
 
+  it("names a record the stack keeps on the libvirt network that the network lacks, by name and address", () => {
+    const hosts = [20, 21, 22].map((o) => healthy(o, three));
+    const kvm = (records: { ip: string; hostnames: string[] }[]) =>
+      causesOf(model, hosts, { host: "libvirt on 192.168.122.1", records: { ok: records } })
+        .findings;
+    const all = ["20", "21", "22"].map((o) => ({
+      ip: `192.168.122.${o}`,
+      hostnames: ["ai-ear.cn"],
+    }));
+    assert.deepEqual(kvm(all), []);
+    assert.deepEqual(
+      kvm([all[0], { ip: "192.168.122.21", hostnames: ["other.local"] }]).map((f) => [
+        f.cause,
+        f.summary,
+      ]),
+      [
+        ["drift", "the libvirt network default does not answer ai-ear.cn with 192.168.122.21"],
+        ["drift", "the libvirt network default does not answer ai-ear.cn with 192.168.122.22"],
+      ],
+    );
+    assert.deepEqual(
+      causesOf(model, hosts, {
+        host: "libvirt on 192.168.122.1",
+        unreachable: "ECONNREFUSED",
+      }).findings.map((f) => [f.host, f.cause]),
+      [["libvirt on 192.168.122.1", "unreachable"]],
+    );
+  });
+
   it("reports a check that failed on a host as not checked, never as healthy", () => {
     const hosts = [20, 21, 22].map((o) => healthy(o, three));
     hosts[1] = { ...hosts[1], preparation: { error: "dig is not installed" } };
