@@ -29,6 +29,7 @@ export type CauseKind =
   | "seed 000: cluster agent"
   | "seed 001: DNS egress policy"
   | "seed 004: upstream resolver"
+  | "seed 004: forwarding loop"
   | "drift"
   | "host"
   | "unreachable";
@@ -126,6 +127,8 @@ export interface HostFacts {
   readonly upstreams?: Read<readonly UpstreamProbe[]>;
   /** Downstream nodes: the cluster agent's last log lines here (none where it has no pod). */
   readonly agentLog?: Read<readonly string[]>;
+  /** kube-system CoreDNS logs on the node that end on the loop plugin's halt: `<pod>/<container>` and the line. */
+  readonly loopLogs?: Read<readonly { readonly container: string; readonly line: string }[]>;
   /** Servers: rke2-server's recent join retries. */
   readonly joinLog?: Read<JoinLog>;
   /** The first server of a cluster: the policy namespaces' NetworkPolicies, pods and workloads. */
@@ -504,6 +507,34 @@ function agentLogFindings(
   ];
 }
 
+export function parseLoopLogs(stdout: string): { container: string; line: string }[] {
+  return stdout
+    .split("\n")
+    .filter((l) => l.startsWith("loop "))
+    .map((l) => {
+      const [, container, ...line] = l.split(" ");
+      return { container, line: line.join(" ") };
+    });
+}
+
+/** Seed 004's crash loop: a CoreDNS of kube-system on the node that its loop plugin halted. */
+function loopFindings(
+  node: NodeSpec,
+  logs: readonly { readonly container: string; readonly line: string }[],
+): Finding[] {
+  return logs.map((l) => ({
+    host: node.name,
+    cause: "seed 004: forwarding loop" as const,
+    summary:
+      `a CoreDNS of kube-system on this node (${l.container.split("_")[1] ?? l.container}) stopped on a ` +
+      "forwarding loop: its own probe came back to it, so it forwards to itself",
+    evidence: `its log: ${l.line.replace(/^\S+ std(out|err) [FP] /, "")}`,
+    remedy:
+      "forward to resolvers outside the cluster that answer, never to the cache's own address or a " +
+      "resolv.conf that leads back to it: dns.upstreamResolvers (pulumi up); validation refuses such targets",
+  }));
+}
+
 function upstreamFindings(node: NodeSpec, probes: readonly UpstreamProbe[]): Finding[] {
   return probes
     .filter((p) => !p.answered)
@@ -640,6 +671,9 @@ export function causesOf(
       findings.push(...upstreamFindings(host.node, p)),
     );
     check(host, "seed 003: RKE2's log", host.joinLog, () => undefined);
+    check(host, "seed 004: CoreDNS logs", host.loopLogs, (l) =>
+      findings.push(...loopFindings(host.node, l)),
+    );
     check(host, "seed 000: cluster agent's log", host.agentLog, (l) =>
       findings.push(...agentLogFindings(model, host.node, l)),
     );

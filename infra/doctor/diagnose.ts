@@ -33,6 +33,7 @@ import {
   type HostFacts,
   type KvmFacts,
   parseJoinLog,
+  parseLoopLogs,
   parseSearchProbes,
   parseUpstreamProbes,
   type Read,
@@ -278,9 +279,19 @@ export async function diagnoseModel(
             ),
           )
         : undefined;
+    const loopLogs = guarded(
+      read(
+        node,
+        "seed 004: CoreDNS logs",
+        script("cluster-dns", "dns-loop-log.sh"),
+        {},
+        parseLoopLogs,
+      ),
+    );
     return {
       node,
       preparation,
+      loopLogs: await loopLogs,
       agentLog: await agentLog,
       joinLog: await joinLog,
       dnsEgress: await dnsEgress,

@@ -1,16 +1,20 @@
 /**
- * doctor against the lab with four incidents present at once: seed 003 as its operators left it
- * (`lab estate broken`), seed 000's search domain with the cluster DNS on the chart's default
- * Corefile (`lab dns default`) and a cluster agent pod started under it (`lab
- * restart-cluster-agent`), which logs Rancher's name timing out, seed 001's DNS policy that allows TCP only, in a namespace whose
- * egress is denied, on the first server's real kube-apiserver, and seed 004's silent upstream
- * (192.168.122.99, an address of the lab's network that no namespace holds, in the stack's
- * dns.upstreamResolvers); and drift on the KVM host: the libvirt record of Rancher's name at .21
- * deleted by hand. doctor runs as an
- * operator runs it, from the stack file alone: no Pulumi stack, no state. What each cause is
- * expected on comes from the lab's own view (iptables-save in the node's namespace, the systemctl
- * double's unit files, etcdctl against the first server), never from the product's code.
- * The converged estate's case is in local-stack.test.ts, after its up.
+ * doctor against the lab with four incidents present at once:
+ * - seed 003 as its operators left it (`lab estate broken`);
+ * - seed 000: the search domain with the cluster DNS on the chart's default Corefile
+ *   (`lab dns default`), and a cluster agent pod started under it (`lab restart-cluster-agent`),
+ *   which logs Rancher's name timing out;
+ * - seed 001: a DNS policy that allows TCP only, in a namespace whose egress is denied, on the
+ *   first server's real kube-apiserver;
+ * - seed 004: a silent upstream (192.168.122.99, an address of the lab's network that no
+ *   namespace holds, in the stack's dns.upstreamResolvers), and a node-local cache on .30 that the
+ *   real CoreDNS's loop plugin stopped (`lab nodelocal-loop 30`);
+ * - drift on the KVM host: the libvirt record of Rancher's name at .21 deleted by hand.
+ * doctor runs as an operator runs it, from the stack file alone: no Pulumi stack, no state. What
+ * each cause is expected on comes from the lab's own view (iptables-save in the node's namespace,
+ * the systemctl double's unit files, etcdctl against the first server, the agent's log file),
+ * never from the product's code. The converged estate's case is in local-stack.test.ts, after
+ * its up.
  */
 import * as assert from "assert/strict";
 import { spawnSync } from "child_process";
@@ -160,7 +164,12 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
   let removedRecord = "";
 
   before(() => {
-    for (const args of [["estate", "broken"], ["dns", "default"], ["restart-cluster-agent"]]) {
+    for (const args of [
+      ["estate", "broken"],
+      ["dns", "default"],
+      ["restart-cluster-agent"],
+      ["nodelocal-loop", "30"],
+    ]) {
       const r = lab(...args);
       assert.equal(r.status, 0, `lab ${args.join(" ")}: ${r.stderr}`);
     }
@@ -199,6 +208,11 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
 
   after(() => {
     fs.rmSync(FILE, { force: true });
+    // The looping cache's pod is gone: kubelet removes its log directory.
+    const pods = nodeFile(30, "/var/log/pods");
+    for (const dir of fs.existsSync(pods) ? fs.readdirSync(pods) : [])
+      if (dir.startsWith("kube-system_node-local-dns-lab_"))
+        fs.rmSync(path.join(pods, dir), { recursive: true, force: true });
     if (removedRecord)
       virsh("net-update", "default", "add-last", "dns-host", removedRecord, "--live", "--config");
     kubectl("delete", "-n", "default", "networkpolicy", "default-deny-egress", "allow-dns-tcp");
@@ -294,6 +308,18 @@ describe("doctor names each incident's cause on the live estate, read-only", fun
       [["drift", "the libvirt network default does not answer ai-ear.cn with 192.168.122.21"]],
     );
     assert.match(drift[0].remedy, /libvirt\.dnsRecords/);
+  });
+
+  it("seed 004's loop on the node whose node-local cache stopped on it, in CoreDNS's own words", () => {
+    const found = report.findings.filter((f) => f.cause === "seed 004: forwarding loop");
+    assert.deepEqual(
+      found.map((f) => f.host),
+      ["sza122030.local"],
+    );
+    assert.match(
+      found[0].evidence,
+      /\[FATAL\] plugin\/loop: Loop \(127\.0\.0\.\d+:\d+ -> 127\.0\.0\.77:53\) detected/,
+    );
   });
 
   it("seed 004: the silent upstream named, the answering one not", () => {

@@ -11,6 +11,7 @@ import { parseNodeFacts as parseRke2 } from "../../components/rke2-cluster/start
 import {
   causesOf,
   type HostFacts,
+  parseLoopLogs,
   parseSearchProbes,
   parseUpstreamProbes,
 } from "../../infra/doctor/causes";
@@ -327,6 +328,25 @@ describe("doctor: causes from facts", () => {
       }).findings.map((f) => [f.host, f.cause]),
       [["libvirt on 192.168.122.1", "unreachable"]],
     );
+  });
+
+  it("names seed 004's loop from a kube-system CoreDNS log, on its node", () => {
+    const out =
+      "loop kube-system_node-local-dns-x_0f1e/node-cache 2026-12-05T12:20:01.5Z stdout F [FATAL] plugin/loop: " +
+      'Loop (127.0.0.77:41000 -> 127.0.0.77:53) detected for zone ".", see https://coredns.io/plugins/loop#troubleshooting. Query: "HINFO 1.2."\n';
+    const hosts = [20, 21, 22].map((o) => healthy(o, three));
+    hosts[2] = { ...hosts[2], loopLogs: { ok: parseLoopLogs(out) } };
+    const found = causesOf(model, hosts).findings;
+    assert.deepEqual(
+      found.map((f) => [f.host, f.cause]),
+      [["sza122022.local", "seed 004: forwarding loop"]],
+    );
+    assert.match(found[0].summary, /\(node-local-dns-x\) stopped on a forwarding loop/);
+    assert.match(
+      found[0].evidence,
+      /^its log: \[FATAL\] plugin\/loop: Loop \(127\.0\.0\.77:41000 -> 127\.0\.0\.77:53\)/,
+    );
+    assert.deepEqual(parseLoopLogs(""), []);
   });
 
   it("reports a check that failed on a host as not checked, never as healthy", () => {

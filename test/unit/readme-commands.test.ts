@@ -15,8 +15,8 @@
  *     - any other script takes none here.
  *   - `npm ci [--prefix <dir>]`: the directory has a package-lock.json.
  *   - `bash <file> [args]`: the file is in the repository. For `test/lab/lab` the subcommand is
- *     one of its dispatch `case` (and `dns` modes and sources, `estate` variants, `reset-node`'s
- *     octet) and `exec`'s command is checked in turn; for `bench/run` each argument is one its
+ *     one of its dispatch `case` (and `dns` modes and sources, `estate` variants, the octet of
+ *     `reset-node` and `nodelocal-loop`) and `exec`'s command is checked in turn; for `bench/run` each argument is one its
  *     argument loop accepts; `RKE2R_TIERS` names tiers test/run-tiers has.
  *   - `pulumi config set ...`: the key is a stack config key (STACK_CONFIG_KEYS), a nested key is
  *     given with `--path` (without it Pulumi stores a literal top-level key), and `--secret` is
@@ -404,9 +404,8 @@ function labProblems(args: readonly string[]): string[] {
         ? []
         : [`lab estate has no variant "${rest.join(" ")}"`];
     case "reset-node":
-      return rest.length === 1 && /^\d+$/.test(rest[0])
-        ? []
-        : [`lab reset-node takes a host octet`];
+    case "nodelocal-loop":
+      return rest.length === 1 && /^\d+$/.test(rest[0]) ? [] : [`lab ${sub} takes a host octet`];
     case "exec":
       return rest.length > 0 ? commandProblems({ argv: rest }) : ["lab exec needs a command"];
     default:
