@@ -4,7 +4,7 @@
  */
 import type { EstateSettings } from "../estate";
 import type { ManagementStackOutputs } from "../config/management-stack";
-import { validateEnvironment } from "../config/validate";
+import { CONFIG_NAMESPACE, validateEnvironment } from "../config/validate";
 import { diagnoseModel, type DiagnoseOptions, type DoctorReport } from "./diagnose";
 
 export type { DoctorReport, DoctorProgress, Finding, Unchecked } from "./diagnose";
@@ -16,10 +16,10 @@ export interface DiagnoseSettingsOptions extends DiagnoseOptions {
 }
 
 /**
- * Validates the settings as Rke2Estate does, then reads every host; a settings problem is thrown
+ * Validates the settings as Rke2Estate does, then reads every host; a settings problem rejects
  * with every problem's key. Nothing on any host changes.
  */
-export function diagnose(
+export async function diagnose(
   settings: EstateSettings,
   options: DiagnoseSettingsOptions,
 ): Promise<DoctorReport> {
@@ -31,7 +31,9 @@ export function diagnose(
   if (!model)
     throw new Error(
       `diagnose: ${problems.length} problem(s) in its settings:\n` +
-        problems.map((p) => `  - ${p.key}: ${p.message}`).join("\n"),
+        problems
+          .map((p) => `  - ${p.key.replace(`${CONFIG_NAMESPACE}:`, "settings.")}: ${p.message}`)
+          .join("\n"),
     );
   return diagnoseModel(model, options);
 }

@@ -17,6 +17,7 @@ import {
 } from "../../infra/doctor/causes";
 import { dnsEgressGaps } from "../../infra/doctor/dns-egress";
 import { stackSecret } from "../../infra/doctor/stack-secrets";
+import { diagnose } from "../../infra/doctor";
 import { namespaceFacts } from "../../components/cluster-dns/egress-check-provider";
 import { dnsEgressNetworkPolicyObject } from "../../components/cluster-dns/manifests";
 import { labModel } from "../support/lab-stack";
@@ -450,5 +451,18 @@ describe("doctor: seed 001 from a namespace's NetworkPolicies", () => {
       spec: Record<string, unknown>;
     };
     assert.deepEqual(gaps(list(denyAll, rendered.spec)), []);
+  });
+});
+
+describe("doctor for a program: diagnose(settings)", () => {
+  it("refuses settings the validator refuses, naming each key, before it connects anywhere", async () => {
+    await assert.rejects(
+      diagnose({ nodes: [{ name: "Bad_Name", ip: "192.168.122.20", role: "server" }] } as never, {
+        sshPrivateKey: "not used",
+      }),
+      (err: Error) =>
+        /^diagnose: \d+ problem\(s\) in its settings:/.test(err.message) &&
+        / {2}- settings\.nodes\[0\]\.name: "Bad_Name"/.test(err.message),
+    );
   });
 });
