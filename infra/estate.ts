@@ -47,6 +47,11 @@ export interface Rke2EstateArgs {
   /** The management cluster's kubeconfig; required with `rke2.dnsDelivery: helmChartConfig`. */
   readonly kubeconfig?: pulumi.Input<string>;
   /**
+   * Registry credentials for the management nodes' registries.yaml, as JSON of registry ->
+   * `{ username, password }`, `{ auth }` or `{ identity_token }`.
+   */
+  readonly registryAuth?: pulumi.Input<string>;
+  /**
    * The management stack's `rancher` output, when the settings name a `managementStack`
    * (read it with a `pulumi.StackReference`).
    */

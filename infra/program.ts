@@ -10,7 +10,7 @@ import {
   UpstreamResolverPreflight,
 } from "../components/cluster-dns";
 import { dnsKubeletArgs } from "../components/cluster-dns/values";
-import { Rke2Cluster, Rke2ClusterNode } from "../components/rke2-cluster";
+import { parseRegistryAuth, Rke2Cluster, Rke2ClusterNode } from "../components/rke2-cluster";
 import { DnsHostRecord, LibvirtDnsRecords } from "../components/libvirt-dns";
 import {
   NodePortsPreflight,
@@ -175,6 +175,7 @@ function withEmptySecrets(secrets: EnvironmentSecrets, sshKeyConfig?: string): S
     rke2Token: secrets.rke2Token ?? pulumi.secret(""),
     rancherToken: secrets.rancherToken ?? pulumi.secret(""),
     kubeconfig: secrets.kubeconfig ?? pulumi.secret(""),
+    registryAuth: secrets.registryAuth ?? pulumi.secret("{}"),
   };
 }
 
@@ -414,6 +415,14 @@ function joinManagementCluster(
       gatePollSeconds: model.management.joinGate.pollSeconds,
       serverJoin: model.management.serverJoin,
       prerequisites,
+      ...(model.management.registries
+        ? {
+            registries: {
+              spec: model.management.registries,
+              auth: secrets.registryAuth.apply(parseRegistryAuth),
+            },
+          }
+        : {}),
     },
     optsIn(scope, {}),
   );

@@ -56,6 +56,34 @@ export interface EtcdSnapshotSettings {
   readonly retention: number;
 }
 
+/** A registry mirror of registries.yaml, with RKE2's key names. */
+export interface RegistryMirror {
+  readonly endpoint: readonly string[];
+  readonly rewrite?: Readonly<Record<string, string>>;
+}
+
+/** TLS of one registry, with RKE2's key names. */
+export interface RegistryTls {
+  readonly ca_file?: string;
+  readonly cert_file?: string;
+  readonly key_file?: string;
+  readonly insecure_skip_verify?: boolean;
+}
+
+/** The registries.yaml entries a stack manages, credentials aside. */
+export interface RegistriesSpec {
+  readonly mirrors: Readonly<Record<string, RegistryMirror>>;
+  readonly configs: Readonly<Record<string, { readonly tls?: RegistryTls }>>;
+}
+
+/** One registry's credentials, with RKE2's key names. */
+export interface RegistryAuth {
+  readonly username?: string;
+  readonly password?: string;
+  readonly auth?: string;
+  readonly identity_token?: string;
+}
+
 /** Settings shared by the management cluster and downstream clusters. */
 export interface ClusterSettings {
   readonly name: string;
@@ -85,6 +113,12 @@ export interface ClusterSettings {
   readonly registrationAddress?: string;
   /** host:port of the private registry, used as system-default-registry. */
   readonly privateRegistry?: string;
+  /**
+   * The registries.yaml entries every node of the cluster gets (`rke2.registries`), without
+   * credentials (`registryAuth`, a secret). Management cluster only; unset, the nodes' files are
+   * left as they are.
+   */
+  readonly registries?: RegistriesSpec;
   /**
    * Pass-through settings of every node of the cluster (`rke2.extraConfig`; for a downstream
    * cluster, Rancher's machineGlobalConfig), then of the servers (`rke2.serverConfig`) and of the
@@ -241,7 +275,13 @@ export interface EnvironmentModel {
 }
 
 /** Names of the stack config keys that must hold Pulumi secrets. */
-export const SECRET_KEYS = ["sshPrivateKey", "rke2Token", "rancherToken", "kubeconfig"] as const;
+export const SECRET_KEYS = [
+  "sshPrivateKey",
+  "rke2Token",
+  "rancherToken",
+  "kubeconfig",
+  "registryAuth",
+] as const;
 export type SecretKey = (typeof SECRET_KEYS)[number];
 
 /** The default NetworkManager unmanaged list: the seed's devices plus RKE2's documented ones. */

@@ -34,6 +34,9 @@ import {
   supervisorUrl,
 } from "./config";
 import { NodeStartInputs, serverRef } from "./provider";
+import { desiredRegistryEntries, RegistriesSpec, RegistryAuth } from "./registries";
+
+export { parseRegistryAuth } from "./registries";
 
 export { renderRke2ServerConfig, renderRke2AgentConfig } from "./config";
 export { membershipOf, parseMemberList } from "./etcd-members";
@@ -45,6 +48,7 @@ class NodeStartResource extends HostStepResource {
   declare public readonly dataDir: pulumi.Output<string>;
   /** As found on the host: the managed keys, the release, a restart still owed. */
   declare public readonly managedKeys: pulumi.Output<Record<string, string>>;
+  declare public readonly managedRegistries: pulumi.Output<Record<string, string> | undefined>;
   declare public readonly installedVersion: pulumi.Output<string>;
   declare public readonly restartPending: pulumi.Output<string>;
 }
@@ -71,6 +75,14 @@ export interface Rke2ClusterArgs {
   readonly serverJoin: "sequential" | "parallel";
   /** Per node, what must finish before RKE2 may start there (its preparation). */
   readonly prerequisites: ReadonlyMap<string, pulumi.Resource[]>;
+  /**
+   * The registries.yaml entries every node gets, and their credentials (a secret); absent, the
+   * nodes' registries.yaml is left as it is.
+   */
+  readonly registries?: {
+    readonly spec: RegistriesSpec;
+    readonly auth: pulumi.Input<Record<string, RegistryAuth>>;
+  };
 }
 
 /** A node of the cluster, as the cluster's outputs list it. */
@@ -125,6 +137,18 @@ export class Rke2Cluster extends pulumi.ComponentResource {
     let previousGate: pulumi.Resource | undefined;
     let firstStart: NodeStartResource | undefined;
     const pending: pulumi.Output<string[]>[] = [];
+    // The managed registries.yaml entries with their credentials (secret), and their plain view.
+    const wantedRegistries = args.registries;
+    const registries =
+      wantedRegistries &&
+      pulumi.secret(
+        pulumi
+          .output(wantedRegistries.auth)
+          .apply((auth) => JSON.stringify({ spec: wantedRegistries.spec, auth })),
+      );
+    const managedRegistries =
+      registries &&
+      pulumi.unsecret(registries.apply((text) => desiredRegistryEntries(JSON.parse(text))));
 
     // RKE2 on one node: config.yaml adopted, installed, started or restarted as its facts and
     // the stack require. The rendered keys carry the token, so they stay a secret; their
@@ -153,6 +177,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           installCommand: args.installCommand,
           config,
           managedKeys,
+          ...(registries ? { registries, managedRegistries } : {}),
           ...serverInputs,
           // Outputs the step reports: the SDK makes an output only for a declared prop.
           startedAt: undefined,
@@ -160,14 +185,33 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           installedVersion: undefined,
           restartPending: undefined,
         },
-        { parent: this, dependsOn: after, additionalSecretOutputs: ["config"] },
+        {
+          parent: this,
+          dependsOn: after,
+          additionalSecretOutputs: registries ? ["config", "registries"] : ["config"],
+        },
       );
       pending.push(
         pulumi
-          .all([start.managedKeys, start.installedVersion, start.restartPending, managedKeys])
-          .apply(([found, installed, owed, wanted]) => {
-            const differs = Object.keys(wanted).some((k) => found?.[k] !== wanted[k]);
-            return differs || installed !== cluster.version || !!owed ? [node.name] : [];
+          .all([
+            start.managedKeys,
+            start.installedVersion,
+            start.restartPending,
+            managedKeys,
+            registries ? start.managedRegistries : undefined,
+            managedRegistries,
+          ])
+          .apply(([found, installed, owed, wanted, foundEntries, wantedEntries]) => {
+            const differs = (
+              has: Record<string, string> | undefined,
+              want = {} as Record<string, string>,
+            ) => Object.keys(want).some((k) => has?.[k] !== want[k]);
+            return differs(found, wanted) ||
+              differs(foundEntries, wantedEntries) ||
+              installed !== cluster.version ||
+              !!owed
+              ? [node.name]
+              : [];
           }),
       );
       return start;

@@ -17,6 +17,7 @@ import { scriptText } from "../assets";
 import * as YAML from "yaml";
 import { dataDirOf, effectiveConfigOf, FoundConfig, planConfig } from "./config-adoption";
 import { parseMemberList } from "./etcd-members";
+import { planRegistries, RegistriesWanted, registriesPathOf } from "./registries";
 import { clusterReleaseProblem } from "./releases";
 import { decideStart, isMemberList, NodeFacts, parseNodeFacts, StartContext } from "./start-plan";
 
@@ -59,6 +60,13 @@ export interface NodeStartInputs {
   readonly config: string;
   /** The same keys without the token, each as RKE2 reads its value: what the stack wants. */
   readonly managedKeys: Readonly<Record<string, string>>;
+  /**
+   * The registries.yaml entries the stack manages with their credentials (JSON of
+   * RegistriesWanted): a secret. Absent when the stack leaves registries.yaml alone.
+   */
+  readonly registries?: string;
+  /** The same entries, credentials as markers: what the stack wants (plain). */
+  readonly managedRegistries?: Readonly<Record<string, string>>;
   /** A joining server: the server whose etcd says whether this one is a member. */
   readonly joinsThrough?: ServerRef;
   /**
@@ -71,6 +79,8 @@ export interface NodeStartInputs {
 export interface NodeStartState extends NodeStartInputs {
   /** As found: the managed keys as config.yaml (or RKE2's default) has them in effect. */
   readonly managedKeys: Readonly<Record<string, string>>;
+  /** As found: the managed registries.yaml entries, credentials as markers. */
+  readonly managedRegistries?: Readonly<Record<string, string>>;
   /** As found: a restart a change made on the host still owes ("" when none). */
   readonly restartPending: string;
   /** As found: the node name RKE2 uses there, and its data-dir. */
@@ -132,7 +142,31 @@ async function factsOf(
         `set it in a form the facts script reads as ${facts.dataDir}. Nothing was changed; write ` +
         `data-dir as a plain line (data-dir: /path) and re-run.`,
     );
+  const registriesSetting = effective.get("private-registry");
+  if (
+    facts.registries !== undefined &&
+    registriesPathOf(registriesSetting?.value, node, registriesSetting?.source) !==
+      facts.registries.path
+  )
+    throw new Error(
+      `cannot read RKE2's private-registry on ${node}: ${registriesSetting?.source ?? "its files"} ` +
+        `set it in a form the facts script reads as ${facts.registries.path}. Nothing was changed; ` +
+        `write private-registry as a plain line (private-registry: /path) and re-run.`,
+    );
   return facts;
+}
+
+/** What registries.yaml must become on a node; undefined when the stack leaves it alone. */
+function registriesPlanOf(registries: string | undefined, facts: NodeFacts, node: string) {
+  if (registries === undefined) return undefined;
+  const found = facts.registries;
+  if (found?.sha256 === undefined)
+    throw new Error(
+      `cannot read ${found?.path ?? "registries.yaml"} on ${node}: ${found ? "it is not a readable file" : "the facts script did not report it"}. ` +
+        `Nothing was changed; make it readable by root (or move it aside) and re-run.`,
+    );
+  const wanted = JSON.parse(registries) as RegistriesWanted;
+  return planRegistries(wanted, found.text, node, found.path);
 }
 
 /** The address of a server's own etcd peer URL, when its etcd answered. */
@@ -196,9 +230,11 @@ export async function observeNode(
 ) {
   const facts = await factsOf(inputs, inputs.connection, inputs.node, inputs.role);
   const plan = configPlanOf(inputs, facts);
+  const registries = registriesPlanOf(inputs.registries, facts, inputs.node);
   const state: NodeStartState = {
     ...inputs,
     managedKeys: plan.found,
+    ...(registries ? { managedRegistries: registries.found } : {}),
     restartPending: facts.restartPending ?? "",
     hostNodeName: plan.hostNodeName,
     dataDir: plan.dataDir,
@@ -222,6 +258,7 @@ export async function startOnNode(
   const facts = await factsOf(inputs, inputs.connection, inputs.node, inputs.role);
   // Refuses, before anything is written, a stack token that is not the cluster's.
   const plan = configPlanOf(inputs, facts);
+  const registries = registriesPlanOf(inputs.registries, facts, inputs.node);
   let joinsThrough: StartContext["joinsThrough"];
   let peersWithData: string[] | undefined;
   if (inputs.role === "server" && inputs.joinsThrough) {
@@ -237,6 +274,7 @@ export async function startOnNode(
       const peerFacts = await factsOf(inputs, peer.connection, peer.node, "server");
       if (peer.config !== undefined)
         planConfig(peer.config, foundConfigOf(peerFacts, inputs.version), peer.node);
+      registriesPlanOf(inputs.registries, peerFacts, peer.node);
       peers.push({ node: peer.node, facts: peerFacts });
     }
     peersWithData = peers.filter((p) => p.facts.etcdData).map((p) => p.node);
@@ -256,6 +294,7 @@ export async function startOnNode(
     operation,
     desired: { version: inputs.version },
     config: plan,
+    registriesChanged: registries?.changedEntries,
     facts,
     joinsThrough,
     peersWithData,
@@ -276,6 +315,12 @@ export async function startOnNode(
       DATA_DIR: plan.dataDir,
       FOUND_SHA256: facts.configSha256,
       NEW_CONFIG_B64: decision.writeConfig ? Buffer.from(plan.text).toString("base64") : "",
+      REGISTRIES_PATH: facts.registries?.path ?? "",
+      REGISTRIES_FOUND_SHA256: facts.registries?.sha256 ?? "none",
+      NEW_REGISTRIES_B64:
+        decision.writeRegistries && registries
+          ? Buffer.from(registries.text).toString("base64")
+          : "",
       ACTION: decision.action,
       FACTS_SCRIPT: scriptText(inputs.factsScript, label),
     },
@@ -328,6 +373,13 @@ export function nodeStartChanges(olds: NodeStartState, news: NodeStartInputs): s
   const found = olds.managedKeys ?? {};
   for (const key of new Set([...Object.keys(found), ...Object.keys(news.managedKeys)]))
     if (found[key] !== news.managedKeys[key]) why.push(`managedKeys["${key}"]`);
+  // registries.yaml: each managed entry as the host has it, and the credentials by value (the
+  // markers of state say only whether the host's were the stack's when last read).
+  const foundEntries = olds.managedRegistries ?? {};
+  const wantedEntries = news.managedRegistries ?? {};
+  for (const key of new Set([...Object.keys(foundEntries), ...Object.keys(wantedEntries)]))
+    if (foundEntries[key] !== wantedEntries[key]) why.push(`managedRegistries["${key}"]`);
+  if (olds.registries !== news.registries && news.registries !== undefined) why.push("registries");
   // A state written before config.yaml was adopted has no config: the step reads the host again.
   if (olds.config === undefined || tokenOf(olds.config) !== tokenOf(news.config))
     why.push("config");

@@ -18,6 +18,11 @@
 #   token_file_error=<b64 path> missing|unreadable
 #   data_dir=<path>             the last data-dir the files set, else RKE2_DATA_DIR, else RKE2's
 #                               default (the operator merges the files and compares)
+#   registries_path=<path>      the last private-registry the files set, else RKE2's default (the
+#                               flag has no environment variable; compared the same way)
+#   registries_sha256=<hex|none>  of that file, and the file itself (never logged: it may hold
+#   registries_b64=<base64>     registry credentials), or
+#   registries_error=unreadable
 #   other_unit=yes|no           whether the other role's unit (rke2-agent for a server) is
 #   other_active=yes|no         installed, and whether it runs
 #   host_name=<name>            uname -n, which RKE2 names the node after without node-name
@@ -119,6 +124,20 @@ DATA_DIR="${DATA_DIR:-$(env_setting RKE2_DATA_DIR)}"
 DATA_DIR="${DATA_DIR:-/var/lib/rancher/rke2}"
 [ "$DATA_DIR" = / ] || DATA_DIR="${DATA_DIR%/}"
 echo "data_dir=$DATA_DIR"
+
+# k3s-io/k3s@eaaf1f84:pkg/cli/cmds/agent.go PrivateRegistryFlag: /etc/rancher/rke2/registries.yaml.
+REGISTRIES="$(file_setting private-registry)"
+REGISTRIES="${REGISTRIES:-/etc/rancher/rke2/registries.yaml}"
+echo "registries_path=$REGISTRIES"
+if [ ! -e "$REGISTRIES" ]; then
+  echo "registries_sha256=none"
+elif [ -f "$REGISTRIES" ] && [ -r "$REGISTRIES" ] && text="$(base64 -w0 <"$REGISTRIES")"; then
+  echo "registries_sha256=$(sha256sum "$REGISTRIES" | cut -d' ' -f1)"
+  echo "registries_b64=$text"
+  unset text
+else
+  echo "registries_error=unreadable"
+fi
 
 # Each file a token-file setting names (k3s-io/k3s@7464a828:pkg/cli/server/server.go: token-file
 # replaces token; pkg/util/file.go ReadFile trims it).

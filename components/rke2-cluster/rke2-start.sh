@@ -16,6 +16,10 @@
 #                     is done when the host's file is another
 #   NEW_CONFIG_B64    the config.yaml to write (base64), or empty to keep the file as it is; the
 #                     replaced file is kept beside it as config.yaml.<UTC timestamp>, mode 0600
+#   REGISTRIES_PATH   the registries.yaml RKE2 reads there (private-registry, else its default)
+#   REGISTRIES_FOUND_SHA256  that file as the step was decided for (its SHA-256, or none)
+#   NEW_REGISTRIES_B64  the registries.yaml to write (base64), or empty to keep it as it is;
+#                     written and kept aside as config.yaml is. It may hold registry credentials.
 #   ACTION            start | restart | verify
 #   FACTS_SCRIPT      the rke2-facts.sh text, read for the installed release after installing
 # A change that needs a restart is marked in /var/lib/rke2-remediation/<unit>.restart-pending
@@ -43,16 +47,19 @@ installed_version() {
   ROLE="$ROLE" MEMBERS_SCRIPT="exit 1" bash -c "$FACTS_SCRIPT" 2>/dev/null | sed -n 's/^version=//p' | grep -vx none || true
 }
 
-# 1. The file is the one the decision was made from (checked before anything changes).
-found=none
-if [ -f "$CONFIG" ]; then found="$(sha256sum "$CONFIG" | cut -d' ' -f1)"; fi
-[ "$found" = "$FOUND_SHA256" ] ||
+# 1. The files are the ones the decision was made from (checked before anything changes).
+sha_of() { if [ -f "$1" ]; then sha256sum "$1" | cut -d' ' -f1; else echo none; fi; }
+[ "$(sha_of "$CONFIG")" = "$FOUND_SHA256" ] ||
   fail "$CONFIG changed on the host since this step was planned; nothing was changed. Re-run pulumi up."
+if [ -n "${NEW_REGISTRIES_B64:-}" ]; then
+  [ "$(sha_of "$REGISTRIES_PATH")" = "$REGISTRIES_FOUND_SHA256" ] ||
+    fail "$REGISTRIES_PATH changed on the host since this step was planned; nothing was changed. Re-run pulumi up."
+fi
 
 # 2. Mark the restart this step owes before making the change that needs it.
 if [ "$ACTION" != "verify" ]; then
   mkdir -p "$(dirname "$PENDING")"
-  echo "rke2 $VERSION${NEW_CONFIG_B64:+ with a new config.yaml}, by pulumi up $(date -u +%FT%TZ)" >"$PENDING"
+  echo "rke2 $VERSION${NEW_CONFIG_B64:+ with a new config.yaml}${NEW_REGISTRIES_B64:+ with a new registries.yaml}, by pulumi up $(date -u +%FT%TZ)" >"$PENDING"
 fi
 
 # 3. Install.
@@ -76,21 +83,25 @@ if [ "$MOVE_STALE" = "yes" ]; then
   changed "moved etcd data of a server no cluster member knows from $DB to $aside"
 fi
 
-# 5. config.yaml: the replaced file is kept, then the new one replaces it in one rename.
-if [ -n "$NEW_CONFIG_B64" ]; then
-  mkdir -p "$(dirname "$CONFIG")"
+# 5. config.yaml and registries.yaml: the replaced file is kept, then the new one replaces it in
+# one rename.
+write_kept() (
   umask 077
-  if [ -f "$CONFIG" ]; then
-    kept="$CONFIG.$(date -u +%Y%m%dT%H%M%SZ)"
-    cp -p "$CONFIG" "$kept"
+  local file="$1" encoded="$2" kept="" next
+  mkdir -p "$(dirname "$file")"
+  if [ -f "$file" ]; then
+    kept="$file.$(date -u +%Y%m%dT%H%M%SZ)"
+    cp -p "$file" "$kept"
     chmod 0600 "$kept"
   fi
-  next="$(mktemp "$CONFIG.next.XXXXXX")"
-  base64 -d <<<"$NEW_CONFIG_B64" >"$next"
+  next="$(mktemp "$file.next.XXXXXX")"
+  base64 -d <<<"$encoded" >"$next"
   chmod 0600 "$next"
-  mv -f "$next" "$CONFIG"
-  changed "wrote $CONFIG${kept:+ (the previous file is kept as $kept)}"
-fi
+  mv -f "$next" "$file"
+  changed "wrote $file${kept:+ (the previous file is kept as $kept)}"
+)
+[ -z "$NEW_CONFIG_B64" ] || write_kept "$CONFIG" "$NEW_CONFIG_B64"
+[ -z "${NEW_REGISTRIES_B64:-}" ] || write_kept "$REGISTRIES_PATH" "$NEW_REGISTRIES_B64"
 
 # 6. Start, restart or verify.
 # An enabled unit is left as it is: enabling it again would still be a write on a host whose

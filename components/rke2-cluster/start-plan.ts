@@ -48,6 +48,14 @@ export interface NodeFacts {
   readonly tokenFiles: readonly TokenFileFact[];
   /** RKE2's data-dir as the script found it (rechecked against the merged files). */
   readonly dataDir: string;
+  /** registries.yaml as the script found it: its path (rechecked against the merged files),
+   * SHA-256 ("none" when absent) and text, which may hold credentials: never log it. Undefined
+   * in a report without these lines or, for the file, when it could not be read. */
+  readonly registries?: {
+    readonly path: string;
+    readonly sha256?: string;
+    readonly text?: string;
+  };
   /** Whether the other role's unit is installed, and whether it runs. */
   readonly otherUnit: boolean;
   readonly otherActive: boolean;
@@ -132,6 +140,7 @@ export function parseNodeFacts(stdout: string, host: string, role: "server" | "a
     hostName: need("host_name"),
     addresses: (values.get("addresses") ?? "").split(/\s+/).filter(Boolean),
     restartPending: pending === "none" ? undefined : pending,
+    registries: registriesFacts(values, host),
   };
   if (common.configSha256 !== "none" && common.configText === undefined)
     throw new Error(
@@ -166,6 +175,26 @@ export function parseNodeFacts(stdout: string, host: string, role: "server" | "a
   };
 }
 
+function registriesFacts(
+  values: ReadonlyMap<string, string>,
+  host: string,
+): NodeFacts["registries"] {
+  const path = values.get("registries_path");
+  if (path === undefined) return undefined;
+  const sha256 = values.get("registries_sha256");
+  const encoded = values.get("registries_b64");
+  if (sha256 !== undefined && sha256 !== "none" && encoded === undefined)
+    throw new Error(
+      `cannot read RKE2's state on ${host}: ${path} exists but its text is missing from the report. ` +
+        `Nothing was changed; check the host and re-run.`,
+    );
+  return {
+    path,
+    sha256,
+    text: encoded === undefined ? undefined : Buffer.from(encoded, "base64").toString("utf8"),
+  };
+}
+
 export function isMemberList(x: NodeFacts["ownMembers"]): x is EtcdMemberList {
   return "members" in x;
 }
@@ -190,6 +219,8 @@ export interface StartContext {
   readonly desired: { readonly version: string };
   /** What config.yaml must become (planConfig). */
   readonly config: Pick<ConfigPlan, "changedKeys" | "hostNodeName" | "dataDir">;
+  /** The registries.yaml entries the stack manages that change (planRegistries); none when unmanaged. */
+  readonly registriesChanged?: readonly string[];
   readonly facts: NodeFacts;
   /** A joining server: the server it joins through and that server's member list. */
   readonly joinsThrough?: { readonly node: string; readonly members: EtcdMemberList };
@@ -204,6 +235,8 @@ export interface StartDecision {
   readonly moveStale: boolean;
   /** Whether the step writes config.yaml (the planned text). */
   readonly writeConfig: boolean;
+  /** Whether the step writes registries.yaml (the planned text). */
+  readonly writeRegistries: boolean;
   readonly action: "start" | "restart" | "verify";
   /** Why, in words, for the log. */
   readonly reasons: readonly string[];
@@ -335,7 +368,12 @@ export function decideStart(ctx: StartContext): StartDecision {
   }
 
   const install = facts.version !== desired.version || !facts.unit;
-  const configChanged = config.changedKeys.length > 0;
+  const registriesChanged = ctx.registriesChanged ?? [];
+  const configChanged = config.changedKeys.length > 0 || registriesChanged.length > 0;
+  const changedFiles = [
+    ...(config.changedKeys.length > 0 ? [["config.yaml", config.changedKeys] as const] : []),
+    ...(registriesChanged.length > 0 ? [["registries.yaml", registriesChanged] as const] : []),
+  ];
   // Adoption: a node found running when the resource is created is verified, not restarted;
   // what differs stays visible (state holds the host's values) and the next up applies it. A
   // server found stopped with etcd data is adopted the same way: started as it is, its files
@@ -347,9 +385,9 @@ export function decideStart(ctx: StartContext): StartDecision {
         `it runs ${facts.version}, not ${desired.version}; found running, so it is adopted as it is and ` +
           `the next pulumi up upgrades it, one server at a time`,
       );
-    if (configChanged)
+    for (const [file, changed] of changedFiles)
       reasons.push(
-        `its config.yaml differs from the stack in ${config.changedKeys.join(", ")}; found running, so the ` +
+        `its ${file} differs from the stack in ${changed.join(", ")}; found running, so the ` +
           `file is kept as it is and the next pulumi up writes those keys and restarts it, one server at a time`,
       );
     if (facts.restartPending)
@@ -364,6 +402,7 @@ export function decideStart(ctx: StartContext): StartDecision {
       install: false,
       moveStale,
       writeConfig: false,
+      writeRegistries: false,
       action: facts.active ? "verify" : "start",
       reasons,
       membership,
@@ -373,7 +412,8 @@ export function decideStart(ctx: StartContext): StartDecision {
   if (facts.version !== desired.version)
     reasons.push(`it runs ${facts.version}, the stack asks for ${desired.version}`);
   else if (!facts.unit) reasons.push(`rke2-${ctx.role}.service is not installed`);
-  if (configChanged) reasons.push(`its config.yaml changes in ${config.changedKeys.join(", ")}`);
+  for (const [file, changed] of changedFiles)
+    reasons.push(`its ${file} changes in ${changed.join(", ")}`);
   if (facts.restartPending) reasons.push(`a restart is pending (${facts.restartPending})`);
   let action: StartDecision["action"] = "start";
   if (facts.active && !moveStale)
@@ -382,7 +422,8 @@ export function decideStart(ctx: StartContext): StartDecision {
   return {
     install,
     moveStale,
-    writeConfig: configChanged,
+    writeConfig: config.changedKeys.length > 0,
+    writeRegistries: registriesChanged.length > 0,
     action,
     reasons,
     membership,

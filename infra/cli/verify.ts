@@ -78,8 +78,12 @@ async function main(argv: readonly string[]): Promise<number> {
   };
   if (model) {
     const resources = await recordProgram(CONFIG_NAMESPACE, stack, () => {
-      // Secrets are never read offline; placeholders keep their secret wrapping.
-      const secrets = Object.fromEntries(SECRET_KEYS.map((k) => [k, pulumi.secret(`<${k}>`)]));
+      // Secrets are never read offline; placeholders keep their secret wrapping (registryAuth's
+      // is JSON, as its value is: a map with no credentials).
+      const placeholder = (k: string) => (k === "registryAuth" ? "{}" : `<${k}>`);
+      const secrets = Object.fromEntries(
+        SECRET_KEYS.map((k) => [k, pulumi.secret(placeholder(k))]),
+      );
       deployEnvironment(model, secrets);
     });
     report.resources = resources.length;

@@ -87,6 +87,7 @@ export const KEY_READERS: Readonly<Record<string, KeyReaders>> = {
     tlsSan: RKE2_SERVERS,
     registrationAddress: RKE2_SERVERS,
     privateRegistry: RKE2_SERVERS,
+    registries: RKE2_SERVERS,
     etcdSnapshot: RKE2_SERVERS,
     nodePortRange: RKE2_SERVERS,
     joinGate: RKE2_SERVERS,
@@ -141,6 +142,7 @@ export const KEY_READERS: Readonly<Record<string, KeyReaders>> = {
   rke2Token: RKE2_SERVERS,
   rancherToken: RANCHER_CLUSTERS,
   kubeconfig: ["clusterDns"],
+  registryAuth: RKE2_SERVERS,
 };
 
 /** `nodes[3].roles` -> `nodes[].roles`: the table's form of a concrete key path. */

@@ -19,6 +19,7 @@ import {
   SECRET_KEYS,
 } from "../../components/model";
 import { MANAGEMENT_STACK_KEY } from "./management-stack";
+import { REGISTRIES_JSON } from "./registries";
 import { ConfigReader } from "./reader";
 
 /** A JSON Schema (draft-07) fragment. */
@@ -157,6 +158,29 @@ const rke2Settings = () =>
     additionalProperties: { anyOf: [RKE2_SCALAR, { type: "array", items: RKE2_SCALAR }] },
   });
 
+/** `rke2.registries` as a stack writes it (./registries.ts reads it into RKE2's names). */
+interface RegistriesInput {
+  readonly mirrors?: Readonly<
+    Record<
+      string,
+      { readonly endpoint: readonly string[]; readonly rewrite?: Record<string, string> }
+    >
+  >;
+  readonly configs?: Readonly<
+    Record<
+      string,
+      {
+        readonly tls?: {
+          readonly caFile?: string;
+          readonly certFile?: string;
+          readonly keyFile?: string;
+          readonly insecureSkipVerify?: boolean;
+        };
+      }
+    >
+  >;
+}
+
 export const DOWNSTREAM_ROLES = ["etcd", "controlplane", "worker"] as const;
 export const NODE_ROLES = ["server", "agent", ...DOWNSTREAM_ROLES] as const;
 const ROLE_JSON: JsonSchema = { enum: NODE_ROLES };
@@ -199,6 +223,7 @@ export const MANAGEMENT_ONLY_KEYS = {
   serverJoin: choice(["sequential", "parallel"] as const, "sequential"),
   dnsDelivery: choice(["serverManifest", "helmChartConfig"] as const, "serverManifest"),
   registrationAddress: text(),
+  registries: new RawSetting<RegistriesInput>(REGISTRIES_JSON),
   serverConfig: rke2Settings(),
   agentConfig: rke2Settings(),
 } satisfies KeyMap;

@@ -31,6 +31,7 @@ import {
 import { ConfigProblem, ConfigValidationError } from "./problems";
 import { DeployPart, keyIsRead, unusedKeys } from "./deploy-parts";
 import { closest, ConfigReader, editDistance } from "./reader";
+import { endpointsWithoutScheme, readRegistries } from "./registries";
 import { hostKeyProblem } from "./host-key";
 import {
   CLUSTER_KEYS,
@@ -445,6 +446,8 @@ function readClusterSettings(
       `"${privateRegistry}" must be host[:port], e.g. 192.168.122.156:30000.`,
     );
   }
+  const registries =
+    name === MANAGEMENT_CLUSTER ? readRegistries(r, o.registries, `${path}.registries`) : undefined;
   const etcdSnapshot = readSettings(
     r,
     ETCD_SNAPSHOT_KEYS,
@@ -490,6 +493,7 @@ function readClusterSettings(
     etcdSnapshot,
     nodePortRange,
     installCommand: management.installCommand,
+    ...(registries ? { registries } : {}),
     joinGate,
     serverJoin: management.serverJoin,
     dnsDelivery: management.dnsDelivery,
@@ -1934,6 +1938,13 @@ export function configWarnings(model: EnvironmentModel, raw: RawStackConfig): Co
   }
   checkKubeconfigMode(r, model);
   checkNodesOnSubnet(r, model);
+  if (keyIsRead(deploy, "rke2.registries"))
+    for (const { registry, index, endpoint } of endpointsWithoutScheme(model.management.registries))
+      r.problem(
+        `rke2.registries.mirrors["${registry}"].endpoint[${index}]`,
+        `"${endpoint}" has no scheme, so RKE2 reaches it over HTTPS; a plain-HTTP registry needs ` +
+          `http://${endpoint} (rke2-docs install/private_registry.md).`,
+      );
   checkFirewalldChosen(r, model, raw);
   const upstreams = model.dns.upstreamResolvers;
   if (keyIsRead(deploy, "dns.upstreamResolvers") && upstreams.length === 1) {

@@ -28,6 +28,7 @@ import { rke2RegistrationAddressInTlsSan } from "./rke2-registration-address-in-
 import { rke2SystemImagesFromAllowedRegistry } from "./rke2-system-images-from-allowed-registry";
 import { rke2ServersJoinOneAtATime } from "./rke2-servers-join-one-at-a-time";
 import { rke2TokenKeptSecret } from "./rke2-token-kept-secret";
+import { rke2RegistryCredentialsKeptSecret } from "./rke2-registry-credentials-kept-secret";
 import { sshHostKeyPinned } from "./ssh-host-key-pinned";
 
 /** Every policy of the pack, in the order they are reported. */
@@ -41,6 +42,7 @@ export const allPolicies: Policy[] = [
   rke2ServersJoinOneAtATime,
   rke2RegistrationAddressInTlsSan,
   rke2TokenKeptSecret,
+  rke2RegistryCredentialsKeptSecret,
   rke2SystemImagesFromAllowedRegistry,
   libvirtDnsRecordInSubnet,
   libvirtRecordOutsideNeutralizedDomain,

@@ -5,6 +5,7 @@
  */
 import * as assert from "assert/strict";
 import { spawnSync } from "child_process";
+import * as crypto from "crypto";
 import { digA, pulumi, pulumiAsync } from "./cli";
 import * as fs from "fs";
 import * as path from "path";
@@ -20,6 +21,7 @@ import {
   REPO,
   run,
   ruleset,
+  unitLog,
   unitState,
 } from "../real/lab";
 import { runScript } from "../../components/ssh/run-script";
@@ -30,6 +32,9 @@ import { createClusterIpService, inNamespace, nodeConnection } from "../real/lab
 const SERVERS = ["192.168.122.20", "192.168.122.21", "192.168.122.22"];
 /** A later release than the lab stack's, for the rolling upgrade. */
 const UPGRADE_TO = "v1.36.3+rke2r1";
+/** The seed estate's private registry (plain HTTP) and a registry password made for this run. */
+const REGISTRY = "192.168.122.156:30000";
+const REGISTRY_PASSWORD = `pw-${crypto.randomBytes(12).toString("hex")}`;
 
 // RKE2 servers: changes one at a time, data kept (mocha runs a suite's own tests before its
 // nested suites, so these are plain tests in the order the estate goes through).
@@ -532,16 +537,44 @@ describe("pulumi CLI on the local stack", function () {
     }
   });
 
-  it("a config change restarts the servers one at a time, each behind its join gate", () => {
+  it("a config.yaml and a registries.yaml change restart the servers one at a time, each behind its join gate; the registry password stays a secret", () => {
     assert.equal(pulumi("config", "set", "--path", "rke2.etcdSnapshot.retention", "6").status, 0);
+    // The seed estate's registry, plain HTTP, with a password the test makes.
+    const mirrorKey = `rke2.registries.mirrors["${REGISTRY}"].endpoint[0]`;
+    assert.equal(pulumi("config", "set", "--path", mirrorKey, `http://${REGISTRY}`).status, 0);
+    const auth = JSON.stringify({
+      [REGISTRY]: { username: "lab-pull", password: REGISTRY_PASSWORD },
+    });
+    assert.equal(pulumi("config", "set", "--secret", "registryAuth", auth).status, 0);
     const preview = pulumi("preview", "--diff");
     assert.equal(preview.status, 0, preview.out);
     // The diff names the key that changes, on each server.
     assert.match(preview.out, /management-start-sza122020\.local[\s\S]*etcd-snapshot-retention/);
+    assert.match(
+      preview.out,
+      /management-start-sza122022\.local[\s\S]*mirrors\/192\.168\.122\.156:30000/,
+    );
     const r = pulumi("up", "--yes");
     assert.equal(r.status, 0, r.out);
     assertRolling(r.out);
+    const exported = pulumi("stack", "export");
+    assert.equal(exported.status, 0, exported.out);
+    for (const text of [preview.out, r.out, exported.out])
+      assert.ok(!text.includes(REGISTRY_PASSWORD), "the registry password reached output or state");
     for (const n of servers) {
+      // registries.yaml as RKE2 reads it: the mirror over http://, the credentials, owner-only;
+      // the stand-in loaded it when the restart started it again.
+      const file = nodeFile(Number(n), "/etc/rancher/rke2/registries.yaml");
+      assert.deepEqual(YAML.parse(fs.readFileSync(file, "utf8")), {
+        mirrors: { [REGISTRY]: { endpoint: [`http://${REGISTRY}`] } },
+        configs: { [REGISTRY]: { auth: { username: "lab-pull", password: REGISTRY_PASSWORD } } },
+      });
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+      assert.match(
+        fs.readFileSync(unitLog(Number(n), "rke2-server.service"), "utf8"),
+        /Using private registry config file at \/etc\/rancher\/rke2\/registries\.yaml/,
+      );
+
       const dir = path.dirname(nodeFile(Number(n), "/etc/rancher/rke2/config.yaml"));
       assert.match(
         fs.readFileSync(path.join(dir, "config.yaml"), "utf8"),
@@ -589,6 +622,12 @@ describe("pulumi CLI on the local stack", function () {
         .replace(/etcd-snapshot-retention: \d+/, "etcd-snapshot-retention: 9")
         .concat("# edited by hand\nselinux: true\n"),
     );
+    // registries.yaml edited by hand: the mirror over HTTPS, which the registry does not speak.
+    const registries22 = nodeFile(22, "/etc/rancher/rke2/registries.yaml");
+    fs.writeFileSync(
+      registries22,
+      fs.readFileSync(registries22, "utf8").replace(`http://${REGISTRY}`, `https://${REGISTRY}`),
+    );
     fs.writeFileSync(
       nodeFile(20, "/usr/local/bin/rke2"),
       // One minor behind the stack's release: a step RKE2 supports, so up repairs it.
@@ -598,6 +637,7 @@ describe("pulumi CLI on the local stack", function () {
     assert.notEqual(r.status, 0, "drift of RKE2 went unnoticed");
     for (const n of servers)
       assert.match(r.out, new RegExp(`management-start-sza1220${n}\\.local`));
+    assert.match(r.out, /managedRegistries[\s\S]*mirrors\/192\.168\.122\.156:30000/);
     const up = pulumi("up", "--yes", "--refresh");
     assert.equal(up.status, 0, up.out);
     assert.equal(unitState(22, "rke2-server.service").active, true);
@@ -608,6 +648,7 @@ describe("pulumi CLI on the local stack", function () {
     const repaired = fs.readFileSync(config21, "utf8");
     assert.match(repaired, /etcd-snapshot-retention: 6/);
     assert.match(repaired, /# edited by hand\nselinux: true/);
+    assert.match(fs.readFileSync(registries22, "utf8"), new RegExp(`- http://${REGISTRY}`));
     assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
   });
 

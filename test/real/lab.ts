@@ -186,20 +186,17 @@ export function digA(name: string): string[] {
     .sort();
 }
 
+/** Where the systemctl double keeps a unit's state on a node. */
+function unitDir(octet: number, unit: string): string {
+  return path.join(LAB_DIR, "nodes", `n${octet}`, "var-lib", "systemctl-double", "units", unit);
+}
+
 /** The systemctl double's record of a unit on a node. */
 export function unitState(
   octet: number,
   unit: string,
 ): { enabled: boolean; active: boolean; history: string[] } {
-  const dir = path.join(
-    LAB_DIR,
-    "nodes",
-    `n${octet}`,
-    "var-lib",
-    "systemctl-double",
-    "units",
-    unit,
-  );
+  const dir = unitDir(octet, unit);
   const history = fs.existsSync(path.join(dir, "history"))
     ? fs.readFileSync(path.join(dir, "history"), "utf8").trim().split("\n").filter(Boolean)
     : [];
@@ -208,6 +205,11 @@ export function unitState(
     active: fs.existsSync(path.join(dir, "active")),
     history,
   };
+}
+
+/** The systemctl double's log of a unit on a node: what the unit's process printed. */
+export function unitLog(octet: number, unit: string): string {
+  return path.join(unitDir(octet, unit), "log");
 }
 
 export function nodeFile(octet: number, file: string): string {

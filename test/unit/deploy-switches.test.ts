@@ -154,10 +154,10 @@ describe("deploy switches", () => {
       assert.deepEqual(keys, [stackKey("rke2Token")]);
     });
 
-    it("warns that the join token and those keys are unused", () => {
+    it("warns that the join token, the registry credentials and those keys are unused", () => {
       assertUnused(
         warningsOf(labWithout("rke2Servers")),
-        [...rke2Only, "rke2Token"],
+        [...rke2Only, "rke2Token", "registryAuth"],
         ["rke2Servers"],
       );
     });

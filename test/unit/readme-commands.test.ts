@@ -486,7 +486,12 @@ function configSetProblems(args: readonly string[]): string[] {
   }
   const [given] = positional;
   if (given === undefined) return ["pulumi config set names no key"];
-  const [namespace, key] = given.includes(":") ? given.split(":") : [CONFIG_NAMESPACE, given];
+  // With --path, Pulumi reads the namespace from the path's first segment only (a map key such as
+  // ["host:port"] may hold a colon); as the e2e tier's registry case runs it.
+  const head = flags.has("--path") ? given.split(/[.[]/)[0] : given;
+  const at = head.indexOf(":");
+  const [namespace, key] =
+    at >= 0 ? [given.slice(0, at), given.slice(at + 1)] : [CONFIG_NAMESPACE, given];
   if (namespace !== CONFIG_NAMESPACE)
     return [`${given} is not in the ${CONFIG_NAMESPACE} namespace`];
   const problems: string[] = [];
