@@ -13,9 +13,11 @@ import { dnsKubeletArgs } from "../components/cluster-dns/values";
 import { parseRegistryAuth, Rke2Cluster, Rke2ClusterNode } from "../components/rke2-cluster";
 import { DnsHostRecord, LibvirtDnsRecords } from "../components/libvirt-dns";
 import {
+  knownProfile,
   NodePortsPreflight,
   NodePreparation,
   nodesRequiringReboot,
+  profileSettingOf,
   runsRke2Server,
   ServerPortsPreflight,
   tcpPortsToPeer,
@@ -252,6 +254,7 @@ function prepareNodes(
         keepFirewalld: model.nodePreparation.firewalld === "keep",
         cni: cluster.cni,
         kubeProxyMode: cluster.kubeProxyMode,
+        rke2Profile: knownProfile(profileSettingOf(cluster, node)),
       },
       optsIn(scope, {}),
     );

@@ -11,9 +11,12 @@ import {
 import { scriptRef } from "../assets";
 import { HostStepResource, SshKey } from "../ssh/host-step-resource";
 import { renderUnmanagedDevicesConfig, unmanagedDevicesProblems } from "./render";
+import { Rke2Profile } from "./profile";
+import { runsRke2Server } from "./ports";
 
 export { renderUnmanagedDevicesConfig, parseNodeFacts, unmanagedDevicesProblems } from "./render";
 export { runsRke2Server, tcpPortsToPeer } from "./ports";
+export { knownProfile, profileSettingOf } from "./profile";
 export {
   NodePortsPreflight,
   ServerPortsPreflight,
@@ -53,6 +56,11 @@ export interface NodePreparationArgs {
   readonly cni?: Cni;
   /** kube-proxy mode of the node's cluster, recorded for the same reason. Default iptables. */
   readonly kubeProxyMode?: KubeProxyMode;
+  /**
+   * RKE2's `profile` on the node (cis or etcd): the host steps it requires are done before RKE2
+   * starts (./profile.ts). Default none.
+   */
+  readonly rke2Profile?: Rke2Profile;
 }
 
 /** The dynamic resource behind the component; its outputs are the provider's state. */
@@ -119,6 +127,13 @@ export class NodePreparation extends pulumi.ComponentResource {
         bringUpKubeIpvs: args.bringUpKubeIpvs ?? false,
         // Recorded only when set, so state written before the key holds the same inputs.
         ...(args.keepFirewalld === true ? { keepFirewalld: true } : {}),
+        ...(args.rke2Profile === undefined
+          ? {}
+          : {
+              rke2Profile: args.rke2Profile,
+              etcdUser: runsRke2Server(node.roles),
+              profileFindings: undefined,
+            }),
         firewallServicesDisabled: true,
         nmCloudSetupDisabled: true,
         rejectRulesAbsent: true,

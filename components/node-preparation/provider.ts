@@ -52,6 +52,12 @@ export interface NodePreparationState {
   readonly nodeIp?: string;
   /** As found: what makes the host unfit for the stack's node (empty when nothing does). */
   readonly hostFindings?: readonly string[];
+  /** RKE2's `profile` for the node (./profile.ts), recorded only when the stack sets one. */
+  readonly rke2Profile?: string;
+  /** The node runs `rke2 server`: with a profile, the etcd user and group must exist. */
+  readonly etcdUser?: boolean;
+  /** As found: what the host lacks for that profile (empty when nothing). */
+  readonly profileFindings?: readonly string[];
 }
 
 /** `applied` is set after an apply; a read keeps what the last apply reported. */
@@ -78,6 +84,7 @@ function observed(
     kubeIpvs0: f.kubeIpvs0,
     rebootRequired: f.rebootRequired,
     hostFindings: f.hostFindings,
+    ...(state.rke2Profile === undefined ? {} : { profileFindings: f.profileFindings ?? [] }),
     lastChanges: applied?.changes ?? state.lastChanges ?? [],
   };
 }
@@ -118,6 +125,7 @@ function assertConverged(
   const off = [
     ...CONVERGENT.filter((k) => found[k] !== desired[k]),
     ...networkManagerOff(found, desired),
+    ...(found.profileFindings ?? []).map((f) => `profile ${desired.rke2Profile}: ${f}`),
   ];
   if (off.length > 0) {
     throw new Error(
@@ -149,15 +157,20 @@ export const nodePreparationProvider: pulumi.dynamic.ResourceProvider = {
     // (preview --refresh --expect-no-changes) keeps failing on it.
     const rebootOwed = olds.rebootRequired === true;
     const hostUnfit = (olds.hostFindings ?? []).length > 0;
+    // RKE2's profile: the host lacks a kernel parameter, the etcd user or its group.
+    const profileUnmet = news.rke2Profile !== undefined && (olds.profileFindings ?? []).length > 0;
     const other = ssh.inputsDiffer(olds, news, [
       "script",
       "bringUpKubeIpvs",
       "keepFirewalld",
+      "rke2Profile",
+      "etcdUser",
       "sshKeyFingerprint",
       "connection",
     ]);
     const replaces = olds.connection.host !== news.connection.host ? ["connection"] : [];
-    const changes = drifted.length > 0 || kubeIpvsDrift || rebootOwed || hostUnfit || other;
+    const changes =
+      drifted.length > 0 || kubeIpvsDrift || rebootOwed || hostUnfit || profileUnmet || other;
     // Said in the preview, before the host firewall goes: the state (refreshed or adopted) shows
     // firewalld running there, and the apply would disable it.
     if (changes && olds.firewalldRunning === true && news.keepFirewalld !== true) {

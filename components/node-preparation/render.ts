@@ -1,3 +1,5 @@
+import { cisSysctlText } from "./profile";
+
 /**
  * What is wrong with an unmanaged-devices list, each problem with the index of its entry (or
  * undefined for the list as a whole); empty when it is fit. The stack config's validator and
@@ -88,6 +90,9 @@ export interface NodeFacts {
   readonly rebootRequired: boolean;
   /** What makes the host unfit for the stack's node (its address, memory, CPUs, resolver). */
   readonly hostFindings: readonly string[];
+  /** What the host lacks for RKE2's `profile` (kernel parameters, the etcd user and group);
+   * reported only when the script was given a profile. */
+  readonly profileFindings?: readonly string[];
 }
 
 export type UnitState = "enabled" | "disabled" | "absent";
@@ -125,6 +130,9 @@ export function parseNodeFacts(stdout: string): NodeFacts {
     rke2Installed: flag("rke2_installed"),
     rebootRequired: flag("reboot_required"),
     hostFindings: get("host_findings").split(";").filter(Boolean),
+    ...(kv.has("profile_findings")
+      ? { profileFindings: kv.get("profile_findings")!.split(";").filter(Boolean) }
+      : {}),
   };
 }
 
@@ -143,6 +151,8 @@ export function nodeScriptParams(
     readonly bringUpKubeIpvs: boolean;
     readonly nodeIp?: string;
     readonly keepFirewalld?: boolean;
+    readonly rke2Profile?: string;
+    readonly etcdUser?: boolean;
   },
 ): Record<string, string> {
   return {
@@ -153,5 +163,13 @@ export function nodeScriptParams(
     KEEP_FIREWALLD: String(state.keepFirewalld === true),
     MIN_MEMORY_MIB: String(RKE2_MINIMUMS.memoryMiB),
     MIN_CPUS: String(RKE2_MINIMUMS.cpus),
+    // Given only with a profile, so the script of a node without one is as before.
+    ...(state.rke2Profile === undefined
+      ? {}
+      : {
+          PROFILE: state.rke2Profile,
+          CIS_SYSCTL: state.rke2Profile === "cis" ? cisSysctlText() : "",
+          ETCD_USER: String(state.etcdUser === true),
+        }),
   };
 }

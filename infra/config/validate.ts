@@ -32,6 +32,12 @@ import { ConfigProblem, ConfigValidationError } from "./problems";
 import { DeployPart, keyIsRead, unusedKeys } from "./deploy-parts";
 import { closest, ConfigReader, editDistance } from "./reader";
 import { endpointsWithoutScheme, readRegistries } from "./registries";
+import {
+  knownProfile,
+  profileSettingOf,
+  protectKernelDefaultsOff,
+  RKE2_PROFILES,
+} from "../../components/node-preparation/profile";
 import { hostKeyProblem } from "./host-key";
 import {
   CLUSTER_KEYS,
@@ -180,6 +186,7 @@ export function validateEnvironment(
   checkNetworks(r, libvirt, clusters);
   checkServers(r, nodes, Array.isArray(v.nodes) && nodes.length === v.nodes.length, deploy);
   checkRegistrationAddress(r, management, nodes);
+  checkProfiles(r, clusters, nodes);
   // Rancher registers the nodes: only then must each cluster have every role and a CA to pin.
   if (deploy.rancherClusters) checkDownstreamMembership(r, nodes, rancher, outputsNotAtHand);
   checkDnsAgainstNetworks(r, dns, libvirt, clusters, nodes);
@@ -500,6 +507,28 @@ function readClusterSettings(
   };
 }
 
+/**
+ * A node whose pass-through settings give `profile: cis` and `protect-kernel-defaults: false`:
+ * RKE2 exits at start (rancher/rke2@v1.35.7+rke2r1:pkg/cli/cmds/profile_linux.go setCISFlags).
+ */
+function checkProfiles(
+  r: ConfigReader,
+  clusters: readonly ClusterSettings[],
+  nodes: readonly NodeSpec[],
+): void {
+  nodes.forEach((node, i) => {
+    const cluster = clusters.find((c) => c.name === node.cluster);
+    if (!cluster || knownProfile(profileSettingOf(cluster, node)) !== "cis") return;
+    if (protectKernelDefaultsOff(cluster, node))
+      r.problem(
+        `nodes[${i}]`,
+        `${node.name} gets profile: cis and protect-kernel-defaults: false from its pass-through ` +
+          "settings; RKE2 exits at start (--protect-kernel-defaults must be true when using " +
+          "--profile=cis). Remove protect-kernel-defaults: the profile sets it.",
+      );
+  });
+}
+
 /** `<path>.registrationAddress`, read through the declaration: an IPv4 address or a DNS name. */
 function registrationAddressOf(
   r: ConfigReader,
@@ -626,6 +655,12 @@ const REFUSED_PASS_THROUGH: Readonly<Record<string, (value: unknown) => string |
   "cluster-reset-restore-path": () =>
     "restores etcd from a snapshot at the next start; it is a recovery step run by hand on one " +
     "stopped server (rke2 server --cluster-reset --cluster-reset-restore-path=...), never a setting.",
+  // rancher/rke2@v1.35.7+rke2r1:pkg/cli/cmds/profile_linux.go validateProfile (the same v1.33 to v1.36).
+  profile: (value) =>
+    knownProfile(String(value)) !== undefined
+      ? undefined
+      : `"${String(value)}" is not a profile RKE2 knows (${RKE2_PROFILES.join(", ")}): RKE2 exits ` +
+        `at start ("invalid value provided for --profile flag").`,
   "with-node-id": () =>
     "appends a random suffix to the node name: each server would register a new Node and etcd " +
     "member, and its join gate would wait for a name that never comes.",

@@ -29,7 +29,9 @@ import {
   lab,
   labNs,
   nodeConnection,
+  LAB_DIR,
   nodeFile,
+  REPO,
   ruleset,
   stepKey,
   unitState,
@@ -713,6 +715,106 @@ describe("firewalld and nm-cloud-setup (real iptables; firewalld and systemd sta
       const fixed = (await provider.update!("id", found, desired(NODE)))
         .outs as NodePreparationState;
       assert.deepEqual(fixed.hostFindings, []);
+    });
+  });
+
+  describe("RKE2's cis profile: the host steps RKE2 checks at start", () => {
+    const NODE = 31;
+    const PARAMS = [
+      "vm/overcommit_memory",
+      "vm/panic_on_oom",
+      "kernel/panic",
+      "kernel/panic_on_oops",
+    ];
+    const machine = () => PARAMS.map((p) => fs.readFileSync(`/proc/sys/${p}`, "utf8").trim());
+    const cis = (): NodePreparationState => ({
+      ...desired(NODE),
+      rke2Profile: "cis",
+      etcdUser: true,
+    });
+    let machineBefore: string[];
+    /** The lab's RKE2 stand-in started on the node, as a joining server with no token: past the
+     * profile checks it stops at once, asking for the token. */
+    async function startRke2(profileLines: string) {
+      const config = nodeFile(NODE, "/etc/rancher/rke2/config.yaml");
+      fs.mkdirSync(path.dirname(config), { recursive: true });
+      fs.writeFileSync(
+        config,
+        `${profileLines}server: https://192.168.122.20:9345\nnode-ip: 192.168.122.${NODE}\n`,
+      );
+      const r = await runScript(
+        nodeConnection(NODE),
+        `timeout 30 bash ${REPO}/test/lab/rke2-standin/rke2-server 2>&1; echo "exit=$?"`,
+      );
+      return r.stdout;
+    }
+    before(() => {
+      assert.equal(lab("reset-node", String(NODE)).status, 0);
+      machineBefore = machine();
+      // Rocky's defaults on the node (its own copy of the machine-wide values; see the lab).
+      for (const [param, value] of [
+        ["kernel.panic", "0"],
+        ["vm.overcommit_memory", "0"],
+      ])
+        fs.writeFileSync(path.join(LAB_DIR, "nodes", `n${NODE}`, "proc-sys", param), `${value}\n`);
+    });
+    after(() => assert.equal(lab("reset-node", String(NODE)).status, 0));
+
+    it("RKE2 (the stand-in) refuses to start on the node as found: kernel parameters, then the etcd user", async () => {
+      const out = await startRke2("profile: cis\n");
+      assert.match(
+        out,
+        /level=fatal msg="invalid kernel parameter value [\s\S]*kernel\.panic=0 - expected 10\n/,
+      );
+      assert.match(out, /exit=1/);
+      assert.match(await startRke2("profile: etcd\n"), /missing required: user: unknown user etcd/);
+    });
+
+    it("prepares the node: the sysctl file, the kernel's values and the etcd user and group", async () => {
+      const outs = (await provider.create!(cis())).outs as NodePreparationState;
+      assert.deepEqual(outs.profileFindings, []);
+      assert.equal(
+        fs.readFileSync(nodeFile(NODE, "/etc/sysctl.d/60-rke2-cis.conf"), "utf8"),
+        "vm.panic_on_oom=0\nvm.overcommit_memory=1\nkernel.panic=10\nkernel.panic_on_oops=1\n",
+      );
+      const r = await runScript(
+        nodeConnection(NODE),
+        "sysctl -n vm.panic_on_oom vm.overcommit_memory kernel.panic kernel.panic_on_oops; id -un etcd; getent group etcd | cut -d: -f1",
+      );
+      assert.deepEqual(r.stdout.trim().split("\n"), ["0", "1", "10", "1", "etcd", "etcd"]);
+      assert.match(
+        fs.readFileSync(nodeFile(NODE, "/etc/passwd"), "utf8"),
+        /^etcd:x:\d+:\d+:etcd user:[^:]*:\/sbin\/nologin$/m,
+      );
+      // The machine's own kernel parameters were never touched.
+      assert.deepEqual(machine(), machineBefore);
+    });
+
+    it("RKE2 (the stand-in) then passes its profile checks", async () => {
+      const out = await startRke2("profile: cis\n");
+      assert.doesNotMatch(out, /invalid kernel parameter|missing required/);
+      assert.match(out, /RKE2_TOKEN is required to join a cluster/);
+    });
+
+    it("a second run changes nothing", async () => {
+      const again = (await provider.update!("id", cis(), cis())).outs as NodePreparationState;
+      assert.deepEqual(
+        (again.lastChanges ?? []).filter((c) => /etcd|sysctl|60-rke2-cis/.test(c)),
+        [],
+      );
+    });
+
+    it("refresh sees a kernel parameter set back by hand, and the next apply sets it again", async () => {
+      assert.equal(
+        (await runScript(nodeConnection(NODE), "sysctl -q -w kernel.panic=0")).exitCode,
+        0,
+      );
+      const found = (await provider.read!("id", cis())).props as NodePreparationState;
+      assert.deepEqual(found.profileFindings, ["kernel.panic is 0, the cis profile needs 10"]);
+      assert.equal((await provider.diff!("id", found, cis())).changes, true);
+      const fixed = (await provider.update!("id", found, cis())).outs as NodePreparationState;
+      assert.deepEqual(fixed.profileFindings, []);
+      assert.deepEqual(machine(), machineBefore);
     });
   });
 });

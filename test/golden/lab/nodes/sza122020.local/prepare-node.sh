@@ -18,6 +18,14 @@ MIN_CPUS='2'
 #   KEEP_FIREWALLD     "true" (nodePreparation.firewalld: keep): firewalld is left as found, and
 #                      while it runs so are the REJECT rules (they may be its own)
 #   MIN_MEMORY_MIB, MIN_CPUS   the memory (MemTotal) and online CPUs RKE2 needs on the node
+#   PROFILE            RKE2's profile for the node (cis, etcd) or empty; RKE2 does not change the
+#                      host and exits at start when what its profile checks is missing
+#                      (components/node-preparation/profile.ts cites each check)
+#   CIS_SYSCTL         with cis: the release's rke2-cis-sysctl.conf, written to
+#                      /etc/sysctl.d/60-rke2-cis.conf (a different file is kept beside it) and
+#                      applied with sysctl -p, which sets those four parameters and nothing else
+#   ETCD_USER          "true" on a node that runs rke2 server: with a profile, the etcd user and
+#                      group exist in /etc/passwd and /etc/group
 # Before it changes anything it checks the host as kubespray's preinstall checks do where they
 # apply to RKE2 (kubernetes-sigs/kubespray roles/kubernetes/preinstall/tasks/
 # 0040-verify-settings.yml: "Stop if ip var does not match local ips", "Stop if memory is too
@@ -40,6 +48,7 @@ set -euo pipefail
 
 NM_CONF=/etc/NetworkManager/conf.d/99-rke2-unmanaged.conf
 REBOOT_PENDING=/var/lib/rke2-remediation/reboot-pending
+CIS_SYSCTL_FILE=/etc/sysctl.d/60-rke2-cis.conf
 BOOT_ID_FILE=/proc/sys/kernel/random/boot_id
 REJECT_V4=(-j REJECT --reject-with icmp-host-prohibited)
 REJECT_V6=(-j REJECT --reject-with icmp6-adm-prohibited)
@@ -337,6 +346,64 @@ write_nm_config() {
   fi
 }
 
+# What the host lacks for RKE2's profile, separated by ";": each kernel parameter of CIS_SYSCTL
+# whose /proc/sys value differs (RKE2 reads /proc/sys), and the etcd user or group missing from
+# /etc/passwd or /etc/group (RKE2 looks them up with Go's os/user, which reads those files, not NSS).
+profile_findings() {
+  local findings=() key want have
+  if [ "${PROFILE:-}" = cis ]; then
+    while IFS='=' read -r key want; do
+      [ -n "$key" ] || continue
+      have="$(cat "/proc/sys/${key//.//}" 2>/dev/null || echo unreadable)"
+      [ "$have" = "$want" ] || findings+=("$key is $have, the cis profile needs $want")
+    done <<<"${CIS_SYSCTL:-}"
+  fi
+  if [ -n "${PROFILE:-}" ] && [ "${ETCD_USER:-false}" = true ]; then
+    grep -q '^etcd:' /etc/passwd || findings+=("no etcd user in /etc/passwd")
+    grep -q '^etcd:' /etc/group || findings+=("no etcd group in /etc/group")
+  fi
+  (IFS=';'; echo "${findings[*]}")
+}
+
+# The hardening guide's host steps for the profile (rancher/rke2-docs@9477b7b1:
+# docs/security/hardening_guide.md): the sysctl file in /etc/sysctl.d, applied now; the etcd
+# user and group (useradd -r -c "etcd user" -s /sbin/nologin -M etcd, its group first).
+apply_profile() {
+  [ -n "${PROFILE:-}" ] || return 0
+  if [ "$PROFILE" = cis ]; then
+    local wanted kept="" tmp
+    wanted="$(printf '%s' "$CIS_SYSCTL")"
+    if [ "$(cat "$CIS_SYSCTL_FILE" 2>/dev/null)" = "$wanted" ]; then
+      ok "$CIS_SYSCTL_FILE has the cis profile's kernel parameters"
+    else
+      mkdir -p "$(dirname "$CIS_SYSCTL_FILE")"
+      if [ -f "$CIS_SYSCTL_FILE" ]; then
+        kept="$CIS_SYSCTL_FILE.$(date -u +%Y%m%dT%H%M%SZ)"
+        cp -p "$CIS_SYSCTL_FILE" "$kept"
+      fi
+      tmp="$(mktemp "$CIS_SYSCTL_FILE.XXXXXX")"
+      printf '%s\n' "$wanted" >"$tmp"
+      chmod 0644 "$tmp"
+      mv -f "$tmp" "$CIS_SYSCTL_FILE"
+      changed "wrote $CIS_SYSCTL_FILE${kept:+ (the previous file is kept as $kept)}"
+    fi
+    if [ -n "$(PROFILE=cis ETCD_USER=false profile_findings)" ]; then
+      sysctl -q -p "$CIS_SYSCTL_FILE" >/dev/null
+      changed "applied $CIS_SYSCTL_FILE (sysctl -p: vm.panic_on_oom, vm.overcommit_memory, kernel.panic, kernel.panic_on_oops)"
+    else
+      ok "the kernel has the cis profile's parameters"
+    fi
+  fi
+  if [ "${ETCD_USER:-false}" = true ]; then
+    if grep -q '^etcd:' /etc/group; then ok "group etcd exists"; else groupadd -r etcd && changed "added the system group etcd"; fi
+    if grep -q '^etcd:' /etc/passwd; then
+      ok "user etcd exists"
+    else
+      useradd -r -c "etcd user" -s /sbin/nologin -M -g etcd etcd && changed "added the system user etcd"
+    fi
+  fi
+}
+
 # A reboot owed in this boot is still owed; one owed in an earlier boot has happened.
 reboot_required=false
 if [ -f "$REBOOT_PENDING" ]; then
@@ -407,6 +474,8 @@ if [ "$ACTION" = "apply" ]; then
   if [ "${BRING_UP_KUBE_IPVS:-false}" = "true" ] && ip link show kube-ipvs0 >/dev/null 2>&1; then
     if ip link show kube-ipvs0 | grep -q ',UP'; then ok "kube-ipvs0 is up"; else ip link set kube-ipvs0 up && changed "set kube-ipvs0 up"; fi
   fi
+  # 7. What RKE2's profile checks at start.
+  apply_profile
 fi
 
 nm_current=""
@@ -430,4 +499,5 @@ echo "kube_ipvs0=$kube_ipvs0"
 echo "rke2_installed=$rke2_present"
 echo "reboot_required=$reboot_required"
 echo "host_findings=$(IFS=';'; echo "${host_findings[*]}")"
+[ -z "${PROFILE:-}" ] || echo "profile_findings=$(profile_findings)"
 
