@@ -11,6 +11,8 @@ import * as path from "path";
 import { componentFile } from "../../components/assets";
 import * as crypto from "crypto";
 import { desiredManagedKeys } from "../../components/rke2-cluster/config-adoption";
+import { desiredRegistryEntries } from "../../components/rke2-cluster/registries";
+import * as YAML from "yaml";
 import { membershipOf, parseMemberList } from "../../components/rke2-cluster/etcd-members";
 import {
   firstServerClusterId,
@@ -359,6 +361,61 @@ describe("RKE2 join against real etcd", function () {
         [state.active, state.membership, state.installedVersion],
         [true, "voter", "v1.35.7+rke2r1"],
       );
+    });
+
+    describe("registries.yaml on a server built by hand, where a drop-in moves it", () => {
+      const OPS = "/etc/rancher/rke2/ops-registries.yaml";
+      const OPS_TEXT =
+        '# the operators\' mirror\nmirrors:\n  docker.io:\n    endpoint: ["https://mirror.ops.example"]\n';
+      const wanted = JSON.stringify({
+        spec: {
+          mirrors: { "192.168.122.156:30000": { endpoint: ["http://192.168.122.156:30000"] } },
+          configs: {},
+        },
+        auth: {},
+      });
+      const withRegistries = () => ({
+        ...stepInputs(B, writeConfig(B, A.ip), { joinsThrough: A }),
+        registries: wanted,
+        managedRegistries: desiredRegistryEntries(JSON.parse(wanted)),
+      });
+      let configBefore: string;
+      before(() => {
+        // RKE2 reads private-registry from the drop-in, after config.yaml (k3s configfilearg).
+        const dropIn = nodeFile(B.octet, "/etc/rancher/rke2/config.yaml.d/50-registry.yaml");
+        fs.mkdirSync(path.dirname(dropIn), { recursive: true });
+        fs.writeFileSync(dropIn, `private-registry: ${OPS}\n`);
+        fs.writeFileSync(nodeFile(B.octet, OPS), OPS_TEXT);
+        configBefore = fs.readFileSync(nodeFile(B.octet, "/etc/rancher/rke2/config.yaml"), "utf8");
+      });
+
+      it("adopts the running server as found: reads the drop-in's file, writes nothing, restarts nothing", async () => {
+        const before = unitState(B.octet, "rke2-server.service").history.length;
+        const state = await startOnNode("create", withRegistries());
+        assert.equal(unitState(B.octet, "rke2-server.service").history.length, before);
+        assert.equal(fs.readFileSync(nodeFile(B.octet, OPS), "utf8"), OPS_TEXT);
+        assert.ok(!fs.existsSync(nodeFile(B.octet, "/etc/rancher/rke2/registries.yaml")));
+        assert.deepEqual(state.managedRegistries, { "mirrors/192.168.122.156:30000": "(not set)" });
+      });
+
+      it("the next update writes that file, keeping the operators' entry and config.yaml, and restarts once", async () => {
+        const before = unitState(B.octet, "rke2-server.service").history.length;
+        const state = await startOnNode("update", withRegistries());
+        assert.equal(unitState(B.octet, "rke2-server.service").history.length, before + 1);
+        const written = fs.readFileSync(nodeFile(B.octet, OPS), "utf8");
+        assert.match(written, /# the operators' mirror/);
+        assert.deepEqual(YAML.parse(written).mirrors, {
+          "docker.io": { endpoint: ["https://mirror.ops.example"] },
+          "192.168.122.156:30000": { endpoint: ["http://192.168.122.156:30000"] },
+        });
+        assert.equal(
+          fs.readFileSync(nodeFile(B.octet, "/etc/rancher/rke2/config.yaml"), "utf8"),
+          configBefore,
+        );
+        assert.ok(!fs.existsSync(nodeFile(B.octet, "/etc/rancher/rke2/registries.yaml")));
+        assert.deepEqual(state.managedRegistries, withRegistries().managedRegistries);
+        assert.match(rke2Log(B), new RegExp(`Using private registry config file at ${OPS}`));
+      });
     });
   });
 
