@@ -414,6 +414,7 @@ function joinManagementCluster(
       sshPrivateKey: secrets.sshPrivateKey,
       kubeletArgs: dnsKubeletArgs(model.dns, model.management),
       installCommand: model.management.installCommand,
+      ...(model.management.artifacts ? { artifacts: model.management.artifacts } : {}),
       gateTimeoutSeconds: model.management.joinGate.timeoutSeconds,
       gatePollSeconds: model.management.joinGate.pollSeconds,
       serverJoin: model.management.serverJoin,

@@ -138,6 +138,12 @@ export interface ClusterSettings {
   readonly dnsDelivery: "serverManifest" | "helmChartConfig";
   /** Shell command that installs RKE2 on a node where it is missing. */
   readonly installCommand: string;
+  /**
+   * Install from the release artifacts in this directory on the operator's side instead of
+   * installCommand (`rke2.artifacts.path`): copied to each node that installs, checked against
+   * the release's checksum file, and installed with install.sh's INSTALL_RKE2_ARTIFACT_PATH.
+   */
+  readonly artifacts?: { readonly path: string };
   /** Bounds of the join gate. */
   readonly joinGate: { readonly timeoutSeconds: number; readonly pollSeconds: number };
   /**

@@ -69,6 +69,8 @@ export interface Rke2ClusterArgs {
   readonly kubeletArgs: readonly string[];
   /** Shell command that installs RKE2 when missing; INSTALL_RKE2_VERSION and _TYPE are set. */
   readonly installCommand: string;
+  /** Install from the release artifacts in this directory here instead (./artifacts.ts). */
+  readonly artifacts?: { readonly path: string };
   readonly gateTimeoutSeconds: number;
   readonly gatePollSeconds: number;
   /** `parallel` drops the wait for the previous gate (refused by policy; see the model). */
@@ -175,6 +177,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           membersScript,
           version: cluster.version,
           installCommand: args.installCommand,
+          ...(args.artifacts ? { artifacts: args.artifacts } : {}),
           config,
           managedKeys,
           ...(registries ? { registries, managedRegistries } : {}),

@@ -15,6 +15,7 @@ import * as ssh from "../ssh/run-script";
 import type { HostKeyState } from "../ssh/host-material";
 import { scriptText } from "../assets";
 import * as YAML from "yaml";
+import { releaseArtifacts, stagingDirOf } from "./artifacts";
 import { dataDirOf, effectiveConfigOf, FoundConfig, planConfig } from "./config-adoption";
 import { parseMemberList } from "./etcd-members";
 import { planRegistries, RegistriesWanted, registriesPathOf } from "./registries";
@@ -56,6 +57,9 @@ export interface NodeStartInputs {
   readonly membersScript: string;
   readonly version: string;
   readonly installCommand: string;
+  /** Installs from the release artifacts in this directory on the operator's side instead of
+   * installCommand (`rke2.artifacts.path`; ./artifacts.ts). */
+  readonly artifacts?: { readonly path: string };
   /** The config.yaml keys the stack manages, rendered with the token: a secret. */
   readonly config: string;
   /** The same keys without the token, each as RKE2 reads its value: what the stack wants. */
@@ -101,6 +105,8 @@ export interface NodeStartState extends NodeStartInputs {
 /** Process-local bounds of one host script (ms). */
 const FACTS_TIMEOUT_MS = 60000;
 const START_TIMEOUT_MS = 900000;
+/** Copying one release artifact (the images archive is about a gigabyte). */
+const UPLOAD_TIMEOUT_MS = 1800000;
 const MEMBER_LIST_ATTEMPTS = 3;
 
 function runOn(
@@ -130,7 +136,11 @@ async function factsOf(
     `node ${node}`,
     inputs,
     inputs.factsScript,
-    { ROLE: role, MEMBERS_SCRIPT: scriptText(inputs.membersScript, `node ${node}`) },
+    {
+      ROLE: role,
+      MEMBERS_SCRIPT: scriptText(inputs.membersScript, `node ${node}`),
+      ...(inputs.artifacts ? { ARTIFACTS_DIR: stagingDirOf(inputs.version) } : {}),
+    },
     FACTS_TIMEOUT_MS,
   );
   const facts = parseNodeFacts(result.stdout, node, role);
@@ -167,6 +177,30 @@ function registriesPlanOf(registries: string | undefined, facts: NodeFacts, node
     );
   const wanted = JSON.parse(registries) as RegistriesWanted;
   return planRegistries(wanted, found.text, node, found.path);
+}
+
+/**
+ * Copies the release artifacts to a node that is to install from them, each unless it is already
+ * staged there with its SHA-256 (a re-run after a failed step), and returns the parameters that
+ * make rke2-start.sh check and install them. Every file is checked here first: a file that does
+ * not match the release's checksum file stops the step before anything is copied.
+ */
+async function stageArtifacts(inputs: NodeStartInputs, facts: NodeFacts, label: string) {
+  const source = inputs.artifacts!;
+  const files = await releaseArtifacts(source.path, "rke2.artifacts.path");
+  const dir = stagingDirOf(inputs.version);
+  for (const file of files) {
+    if (facts.stagedArtifacts?.[file.name] === file.sha256) continue;
+    pulumi.log.info(`${label}: copying ${file.name} to ${dir}`);
+    await ssh.uploadFile(inputs.connection, inputs, file.local, dir, file.name, {
+      label,
+      timeoutMs: UPLOAD_TIMEOUT_MS,
+    });
+  }
+  return {
+    ARTIFACTS_DIR: dir,
+    ARTIFACTS_SHA256: files.map((f) => `${f.sha256} ${f.name}`).join("\n"),
+  };
 }
 
 /** The address of a server's own etcd peer URL, when its etcd answered. */
@@ -301,6 +335,8 @@ export async function startOnNode(
     recordedClusterId: olds?.etcdClusterId,
   });
   for (const reason of decision.reasons) pulumi.log.info(`${label}: ${reason}`);
+  const artifacts =
+    decision.install && inputs.artifacts ? await stageArtifacts(inputs, facts, label) : {};
   const result = await runOn(
     inputs.connection,
     label,
@@ -323,6 +359,7 @@ export async function startOnNode(
           : "",
       ACTION: decision.action,
       FACTS_SCRIPT: scriptText(inputs.factsScript, label),
+      ...artifacts,
     },
     START_TIMEOUT_MS,
   );
@@ -351,6 +388,7 @@ const PLAIN_INPUTS = [
   "factsScript",
   "membersScript",
   "installCommand",
+  "artifacts",
   "joinsThrough",
   "peers",
 ] as const;

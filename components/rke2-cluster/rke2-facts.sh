@@ -3,6 +3,7 @@
 # decision is made from. Changes nothing. Parameters (shell assignments before this script):
 #   ROLE            server | agent
 #   MEMBERS_SCRIPT  the etcd-members.sh text (servers)
+#   ARTIFACTS_DIR   (optional) where the node step stages RKE2's release artifacts
 # Prints key=value lines on stdout (read by the operator over SSH, never logged: config_b64
 # holds the join token):
 #   version=<release of the installed rke2 binary, or none>
@@ -33,6 +34,7 @@
 #   etcd_name_error=<reason>    missing | unreadable
 #   server_token_sha256=<hex>   (servers) of <data-dir>/server/token, and of its password part:
 #   server_token_password_sha256=<hex>   k3s-io/k3s pkg/clientaccess/token.go, K10<hash>::<user>:<password>
+#   staged_artifact=<sha256> <name>   each file staged in ARTIFACTS_DIR (none once installed)
 #   members=<base64 JSON>       (servers with etcd running) etcd's member list read here, or
 #   members_error=<reason>      why it could not be read
 set -uo pipefail
@@ -162,6 +164,12 @@ done <<<"$token_paths"
 OTHER="rke2-$([ "$ROLE" = server ] && echo agent || echo server).service"
 if systemctl list-unit-files "$OTHER" 2>/dev/null | grep -q "^$OTHER"; then echo "other_unit=yes"; else echo "other_unit=no"; fi
 if systemctl is-active --quiet "$OTHER"; then echo "other_active=yes"; else echo "other_active=no"; fi
+# Release artifacts a step staged and has not installed yet (it removes them once it has).
+if [ -n "${ARTIFACTS_DIR:-}" ] && [ -d "$ARTIFACTS_DIR" ]; then
+  for staged in "$ARTIFACTS_DIR"/*; do
+    if [ -f "$staged" ]; then echo "staged_artifact=$(sha256sum "$staged" | cut -d' ' -f1) ${staged##*/}"; fi
+  done
+fi
 echo "host_name=$(uname -n)"
 echo "addresses=$(ip -o addr show 2>/dev/null | awk '{ sub(/\/.*/, "", $4); printf "%s ", $4 }')"
 if [ -f "$PENDING" ]; then echo "restart_pending=$(head -c 300 "$PENDING" | tr '\n' ' ')"; else echo "restart_pending=none"; fi

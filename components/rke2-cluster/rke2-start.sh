@@ -9,6 +9,10 @@
 #   INSTALL           yes: run INSTALL_COMMAND with INSTALL_RKE2_VERSION/_TYPE set, then check that
 #                     the rke2 binary reports VERSION
 #   INSTALL_COMMAND   how RKE2 is installed (the release's install.sh, or an air-gap equivalent)
+#   ARTIFACTS_DIR     (optional) instead of INSTALL_COMMAND: the release artifacts staged here,
+#                     installed with their install.sh and INSTALL_RKE2_ARTIFACT_PATH, then removed
+#   ARTIFACTS_SHA256  "<sha256> <name>" lines: each staged file as the release's checksum file
+#                     (install.sh: as the operator's copy) has it; checked before anything changes
 #   MOVE_STALE        yes: this joining server's etcd data belongs to no cluster that knows it;
 #                     move <data-dir>/server/db aside (never deleted) before it starts
 #   DATA_DIR          RKE2's data-dir as config.yaml sets it
@@ -56,6 +60,17 @@ if [ -n "${NEW_REGISTRIES_B64:-}" ]; then
     fail "$REGISTRIES_PATH changed on the host since this step was planned; nothing was changed. Re-run pulumi up."
 fi
 
+if [ "$INSTALL" = "yes" ] && [ -n "${ARTIFACTS_DIR:-}" ]; then
+  while read -r expected name; do
+    [ -n "$name" ] || continue
+    [ -f "$ARTIFACTS_DIR/$name" ] ||
+      fail "$name is not staged in $ARTIFACTS_DIR; nothing was changed. Re-run pulumi up to copy it again."
+    actual="$(sha256sum "$ARTIFACTS_DIR/$name" | cut -d' ' -f1)"
+    [ "$actual" = "$expected" ] ||
+      fail "$name staged in $ARTIFACTS_DIR has SHA-256 $actual, not the release's $expected; nothing was changed. Re-run pulumi up to copy it again."
+  done <<<"$ARTIFACTS_SHA256"
+fi
+
 # 2. Mark the restart this step owes before making the change that needs it.
 if [ "$ACTION" != "verify" ]; then
   mkdir -p "$(dirname "$PENDING")"
@@ -65,13 +80,20 @@ fi
 # 3. Install.
 if [ "$INSTALL" = "yes" ]; then
   before="$(installed_version)"
+  # rancher/rke2@v1.35.7+rke2r1:install.sh: with INSTALL_RKE2_ARTIFACT_PATH it reads the tarball,
+  # sha256sum-<arch>.txt and the images archive from that directory and downloads nothing.
+  if [ -n "${ARTIFACTS_DIR:-}" ]; then
+    INSTALL_COMMAND="INSTALL_RKE2_ARTIFACT_PATH=$(printf '%q' "$ARTIFACTS_DIR") bash $(printf '%q' "$ARTIFACTS_DIR/install.sh")"
+  fi
   if ! INSTALL_RKE2_VERSION="$VERSION" INSTALL_RKE2_TYPE="$ROLE" bash -o pipefail -c "$INSTALL_COMMAND" >&2; then
     fail "installing RKE2 $VERSION failed (see the installer's lines above); RKE2 ${before:-was not installed} and was not restarted"
   fi
   now="$(installed_version)"
   [ "$now" = "$VERSION" ] ||
     fail "the installer finished but rke2 reports '${now:-no binary}', not $VERSION; RKE2 was not restarted"
-  changed "installed RKE2 $VERSION ($ROLE)${before:+, replacing $before}"
+  changed "installed RKE2 $VERSION ($ROLE)${before:+, replacing $before}${ARTIFACTS_DIR:+ from the release artifacts}"
+  # The staged copies are this step's own; the installer copied what RKE2 keeps.
+  if [ -n "${ARTIFACTS_DIR:-}" ]; then rm -rf -- "$ARTIFACTS_DIR"; fi
 fi
 
 # 4. Stale etcd data of a server no cluster member knows: moved aside, never deleted.

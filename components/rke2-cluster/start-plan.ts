@@ -56,6 +56,8 @@ export interface NodeFacts {
     readonly sha256?: string;
     readonly text?: string;
   };
+  /** Release artifacts staged for an install that has not happened yet: SHA-256 by file name. */
+  readonly stagedArtifacts?: Readonly<Record<string, string>>;
   /** Whether the other role's unit is installed, and whether it runs. */
   readonly otherUnit: boolean;
   readonly otherActive: boolean;
@@ -135,6 +137,12 @@ export function parseNodeFacts(stdout: string, host: string, role: "server" | "a
     environment,
     tokenFiles,
     dataDir: need("data_dir"),
+    stagedArtifacts: Object.fromEntries(
+      (repeated.get("staged_artifact") ?? []).map((v) => {
+        const at = v.indexOf(" ");
+        return [v.slice(at + 1), v.slice(0, at)];
+      }),
+    ),
     otherUnit: values.get("other_unit") === "yes",
     otherActive: values.get("other_active") === "yes",
     hostName: need("host_name"),

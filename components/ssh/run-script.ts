@@ -1,3 +1,4 @@
+import * as fs from "fs";
 import { Client } from "ssh2";
 import type { SshEndpoint } from "../model";
 import {
@@ -49,6 +50,8 @@ export interface RunScriptOptions {
   /** The command the host runs, reading the script from its stdin (default `bash -s`). It shows
    * in the host's process list: never put the script or a parameter in it. */
   readonly command?: string;
+  /** What the command reads on stdin instead of the script (a file copied to the host). */
+  readonly stdin?: () => NodeJS.ReadableStream;
 }
 
 /**
@@ -177,7 +180,13 @@ export function runScript(
             finish(undefined, { exitCode: code, stdout, stderr });
           }
         });
-        stream.end(scriptWithParams(script, options.params ?? {}));
+        if (options.stdin) {
+          const input = options.stdin();
+          input.on("error", (e: Error) =>
+            finish(sshError(`cannot read what was to be sent to ${where}: ${e.message}`)),
+          );
+          input.pipe(stream);
+        } else stream.end(scriptWithParams(script, options.params ?? {}));
       });
     });
     if (options.signal?.aborted)
@@ -295,6 +304,37 @@ export async function runHostScript(
   }
   if (result.exitCode !== 0) throw new Error(`${label}: ${failureReason(result)}`);
   return result;
+}
+
+/**
+ * Copies a file here to `remoteDir/name` on a pinned host (mode 0600, the directory 0700): written
+ * as `.name.part`, then renamed, so a dropped session never leaves a partial file under the name.
+ * Only the paths show in the host's process list.
+ */
+export async function uploadFile(
+  target: SshEndpoint,
+  key: HostKeyState,
+  local: string,
+  remoteDir: string,
+  name: string,
+  options: { readonly label: string; readonly timeoutMs: number },
+): Promise<void> {
+  const part = `${remoteDir}/.${name}.part`;
+  const command =
+    `umask 077 && mkdir -p -- ${shellQuote(remoteDir)} && cat > ${shellQuote(part)} && ` +
+    `mv -f -- ${shellQuote(part)} ${shellQuote(`${remoteDir}/${name}`)}`;
+  const privateKey = privateKeyFor(key, options.label);
+  const result = await runScript({ ...target, privateKey }, "", {
+    command,
+    stdin: () => fs.createReadStream(local),
+    timeoutMs: options.timeoutMs,
+  }).catch((err: Error) => {
+    throw new Error(`${options.label}: copying ${name}: ${err.message}`);
+  });
+  if (result.exitCode !== 0)
+    throw new Error(
+      `${options.label}: copying ${name} to ${remoteDir} failed: ${failureReason(result)}`,
+    );
 }
 
 /** The lines a host script reported as "changed: ...", without the prefix. */

@@ -95,6 +95,7 @@ export const KEY_READERS: Readonly<Record<string, KeyReaders>> = {
     serverConfig: RKE2_SERVERS,
     agentConfig: RKE2_SERVERS,
     installCommand: RKE2_SERVERS,
+    artifacts: RKE2_SERVERS,
     serverJoin: RKE2_SERVERS,
     dnsDelivery: ["clusterDns"],
   }),

@@ -19,6 +19,7 @@ import {
   SECRET_KEYS,
 } from "../../components/model";
 import { MANAGEMENT_STACK_KEY } from "./management-stack";
+import { ARTIFACTS_JSON, type ArtifactsInput } from "./artifacts";
 import { REGISTRIES_JSON } from "./registries";
 import { ConfigReader } from "./reader";
 
@@ -220,6 +221,7 @@ export const CLUSTER_KEYS = {
  */
 export const MANAGEMENT_ONLY_KEYS = {
   installCommand: text("curl -sfL https://get.rke2.io | sh -"),
+  artifacts: new RawSetting<ArtifactsInput>(ARTIFACTS_JSON),
   serverJoin: choice(["sequential", "parallel"] as const, "sequential"),
   dnsDelivery: choice(["serverManifest", "helmChartConfig"] as const, "serverManifest"),
   registrationAddress: text(),

@@ -31,6 +31,7 @@ import {
 import { ConfigProblem, ConfigValidationError } from "./problems";
 import { DeployPart, keyIsRead, unusedKeys } from "./deploy-parts";
 import { closest, ConfigReader, editDistance } from "./reader";
+import { readArtifacts } from "./artifacts";
 import { endpointsWithoutScheme, readRegistries } from "./registries";
 import {
   knownProfile,
@@ -455,6 +456,10 @@ function readClusterSettings(
   }
   const registries =
     name === MANAGEMENT_CLUSTER ? readRegistries(r, o.registries, `${path}.registries`) : undefined;
+  const artifacts =
+    name === MANAGEMENT_CLUSTER
+      ? readArtifacts(r, o.artifacts, `${path}.artifacts`, o.installCommand !== undefined)
+      : undefined;
   const etcdSnapshot = readSettings(
     r,
     ETCD_SNAPSHOT_KEYS,
@@ -500,6 +505,7 @@ function readClusterSettings(
     etcdSnapshot,
     nodePortRange,
     installCommand: management.installCommand,
+    ...(artifacts ? { artifacts } : {}),
     ...(registries ? { registries } : {}),
     joinGate,
     serverJoin: management.serverJoin,
