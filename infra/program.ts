@@ -418,6 +418,15 @@ function joinManagementCluster(
       gateTimeoutSeconds: model.management.joinGate.timeoutSeconds,
       gatePollSeconds: model.management.joinGate.pollSeconds,
       serverJoin: model.management.serverJoin,
+      ...(model.management.drain.enabled
+        ? {
+            drain: {
+              timeoutSeconds: model.management.drain.timeoutSeconds,
+              podSelector: model.management.drain.podSelector,
+            },
+          }
+        : {}),
+      agentsMaxUnavailable: model.management.agentsMaxUnavailable,
       prerequisites,
       ...(model.management.registries
         ? {

@@ -35,6 +35,14 @@ export interface SshEndpoint {
  */
 export type Rke2PassThrough = Readonly<Record<string, unknown>>;
 
+/**
+ * Where one release's artifacts come from (`rke2.artifacts`): a directory on the operator's side,
+ * or an HTTPS mirror laid out as GitHub's releases (`<url>/<version>/<file>`), its certificate
+ * checked against `caFile` when given, else the system's CAs.
+ */
+export type ArtifactsSource =
+  { readonly path: string } | { readonly url: string; readonly caFile?: string };
+
 export interface NodeSpec {
   readonly name: string;
   readonly ip: string;
@@ -139,11 +147,24 @@ export interface ClusterSettings {
   /** Shell command that installs RKE2 on a node where it is missing. */
   readonly installCommand: string;
   /**
-   * Install from the release artifacts in this directory on the operator's side instead of
-   * installCommand (`rke2.artifacts.path`): copied to each node that installs, checked against
-   * the release's checksum file, and installed with install.sh's INSTALL_RKE2_ARTIFACT_PATH.
+   * Install from one release's artifacts instead of installCommand (`rke2.artifacts`): from a
+   * directory on the operator's side, or downloaded there from an HTTPS mirror; copied to each
+   * node that installs, checked against the release's checksum file, and installed with
+   * install.sh's INSTALL_RKE2_ARTIFACT_PATH.
    */
-  readonly artifacts?: { readonly path: string };
+  readonly artifacts?: ArtifactsSource;
+  /**
+   * `rke2.drain`: with `enabled`, a running node is cordoned and drained (kubectl drain, pods
+   * chosen by `podSelector`, within `timeoutSeconds`) before RKE2 restarts there, and made
+   * schedulable again once it is Ready.
+   */
+  readonly drain: {
+    readonly enabled: boolean;
+    readonly timeoutSeconds: number;
+    readonly podSelector: string;
+  };
+  /** How many agents restart at a time. */
+  readonly agentsMaxUnavailable: number;
   /** Bounds of the join gate. */
   readonly joinGate: { readonly timeoutSeconds: number; readonly pollSeconds: number };
   /**

@@ -17,6 +17,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import {
+  ArtifactsSource,
   ClusterSettings,
   NodeSpec,
   RKE2_JOIN_GATE,
@@ -69,10 +70,14 @@ export interface Rke2ClusterArgs {
   readonly kubeletArgs: readonly string[];
   /** Shell command that installs RKE2 when missing; INSTALL_RKE2_VERSION and _TYPE are set. */
   readonly installCommand: string;
-  /** Install from the release artifacts in this directory here instead (./artifacts.ts). */
-  readonly artifacts?: { readonly path: string };
+  /** Install from one release's artifacts, from a directory here or a mirror (./artifacts.ts). */
+  readonly artifacts?: ArtifactsSource;
   readonly gateTimeoutSeconds: number;
   readonly gatePollSeconds: number;
+  /** `rke2.drain`: cordon and drain a running node before RKE2 restarts there; absent, none. */
+  readonly drain?: { readonly timeoutSeconds: number; readonly podSelector: string };
+  /** How many agents restart at a time (`rke2.agentsMaxUnavailable`). */
+  readonly agentsMaxUnavailable: number;
   /** `parallel` drops the wait for the previous gate (refused by policy; see the model). */
   readonly serverJoin: "sequential" | "parallel";
   /** Per node, what must finish before RKE2 may start there (its preparation). */
@@ -135,6 +140,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
     const gateScript = scriptRef(__dirname, "join-gate.sh");
     const membersScript = scriptRef(__dirname, "etcd-members.sh");
     const factsScript = scriptRef(__dirname, "rke2-facts.sh");
+    const drainScript = args.drain && scriptRef(__dirname, "drain-node.sh");
     const [first] = servers;
     let previousGate: pulumi.Resource | undefined;
     let firstStart: NodeStartResource | undefined;
@@ -178,6 +184,19 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           version: cluster.version,
           installCommand: args.installCommand,
           ...(args.artifacts ? { artifacts: args.artifacts } : {}),
+          // Drained through the first server; its data-dir once its own step found it.
+          ...(args.drain && drainScript
+            ? {
+                drain: {
+                  script: drainScript,
+                  ...args.drain,
+                  through: {
+                    ...serverRef(first),
+                    ...(firstStart ? { dataDir: firstStart.dataDir } : {}),
+                  },
+                },
+              }
+            : {}),
           config,
           managedKeys,
           ...(registries ? { registries, managedRegistries } : {}),
@@ -261,8 +280,16 @@ export class Rke2Cluster extends pulumi.ComponentResource {
       this.gates.push(previousGate);
     }
 
-    for (const node of args.agents) {
-      const after = [...(args.prerequisites.get(node.name) ?? []), previousGate!];
+    // Agents restart at most agentsMaxUnavailable at a time: each waits for the step of the agent
+    // that many places before it.
+    const agentStarts: NodeStartResource[] = [];
+    for (const [i, node] of args.agents.entries()) {
+      const earlier = agentStarts[i - args.agentsMaxUnavailable];
+      const after = [
+        ...(args.prerequisites.get(node.name) ?? []),
+        previousGate!,
+        ...(earlier ? [earlier] : []),
+      ];
       const render = (t: string) =>
         renderRke2AgentConfig({
           cluster,
@@ -271,7 +298,7 @@ export class Rke2Cluster extends pulumi.ComponentResource {
           token: t,
           kubeletArgs: args.kubeletArgs,
         });
-      nodeStart(node, "agent", render, after);
+      agentStarts.push(nodeStart(node, "agent", render, after));
     }
     // Read once the first server's gate passed: RKE2 wrote the file when that server started.
     const kubeconfig = new KubeconfigResource(

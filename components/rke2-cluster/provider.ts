@@ -10,12 +10,12 @@
  * and etcd data never removed by Pulumi.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { urlHost, type SshEndpoint } from "../model";
+import { urlHost, type ArtifactsSource, type SshEndpoint } from "../model";
 import * as ssh from "../ssh/run-script";
 import type { HostKeyState } from "../ssh/host-material";
 import { scriptText } from "../assets";
 import * as YAML from "yaml";
-import { releaseArtifacts, stagingDirOf } from "./artifacts";
+import { mirroredRelease, releaseArtifacts, stagingDirOf } from "./artifacts";
 import { dataDirOf, effectiveConfigOf, FoundConfig, planConfig } from "./config-adoption";
 import { parseMemberList } from "./etcd-members";
 import { planRegistries, RegistriesWanted, registriesPathOf } from "./registries";
@@ -57,9 +57,9 @@ export interface NodeStartInputs {
   readonly membersScript: string;
   readonly version: string;
   readonly installCommand: string;
-  /** Installs from the release artifacts in this directory on the operator's side instead of
-   * installCommand (`rke2.artifacts.path`; ./artifacts.ts). */
-  readonly artifacts?: { readonly path: string };
+  /** Installs from one release's artifacts instead of installCommand: from a directory on the
+   * operator's side, or downloaded there from a mirror (`rke2.artifacts`; ./artifacts.ts). */
+  readonly artifacts?: ArtifactsSource;
   /** The config.yaml keys the stack manages, rendered with the token: a secret. */
   readonly config: string;
   /** The same keys without the token, each as RKE2 reads its value: what the stack wants. */
@@ -71,6 +71,17 @@ export interface NodeStartInputs {
   readonly registries?: string;
   /** The same entries, credentials as markers: what the stack wants (plain). */
   readonly managedRegistries?: Readonly<Record<string, string>>;
+  /**
+   * `rke2.drain`: before RKE2 restarts on this node while it runs, cordon and drain it, and make it
+   * schedulable again once it is back (drain-node.sh, run on `through`, the cluster's first
+   * server; its data-dir as that server's step found it, absent on the first server itself).
+   */
+  readonly drain?: {
+    readonly script: string;
+    readonly timeoutSeconds: number;
+    readonly podSelector: string;
+    readonly through: ServerRef & { readonly dataDir?: string };
+  };
   /** A joining server: the server whose etcd says whether this one is a member. */
   readonly joinsThrough?: ServerRef;
   /**
@@ -116,12 +127,14 @@ function runOn(
   script: string,
   params: Record<string, string>,
   timeoutMs: number,
+  lockName?: string,
 ) {
   return ssh.runHostScript(target, key, script, {
     label,
     params,
     timeoutMs,
     log: (line) => pulumi.log.info(line),
+    ...(lockName ? { lockName } : {}),
   });
 }
 
@@ -187,7 +200,10 @@ function registriesPlanOf(registries: string | undefined, facts: NodeFacts, node
  */
 async function stageArtifacts(inputs: NodeStartInputs, facts: NodeFacts, label: string) {
   const source = inputs.artifacts!;
-  const files = await releaseArtifacts(source.path, "rke2.artifacts.path");
+  const files =
+    "path" in source
+      ? await releaseArtifacts(source.path, "rke2.artifacts.path")
+      : await releaseArtifacts(await mirroredRelease(source, inputs.version), "rke2.artifacts.url");
   const dir = stagingDirOf(inputs.version);
   for (const file of files) {
     if (facts.stagedArtifacts?.[file.name] === file.sha256) continue;
@@ -201,6 +217,34 @@ async function stageArtifacts(inputs: NodeStartInputs, facts: NodeFacts, label: 
     ARTIFACTS_DIR: dir,
     ARTIFACTS_SHA256: files.map((f) => `${f.sha256} ${f.name}`).join("\n"),
   };
+}
+
+/** Drains a node before its restart, or uncordons it after, on the cluster's first server. */
+async function drainStep(
+  inputs: NodeStartInputs,
+  action: "drain" | "uncordon",
+  nodeName: string,
+  ownDataDir: string,
+) {
+  const drain = inputs.drain!;
+  const through = drain.through;
+  // Labelled with the drained node: its lines read with the rest of its step.
+  await runOn(
+    through.connection,
+    `node ${inputs.node}`,
+    inputs,
+    drain.script,
+    {
+      ACTION: action,
+      NODE_NAME: nodeName,
+      TIMEOUT_SECONDS: String(drain.timeoutSeconds),
+      POD_SELECTOR: drain.podSelector,
+      DATA_DIR: through.node === inputs.node ? ownDataDir : (through.dataDir ?? DEFAULT_DATA_DIR),
+    },
+    (drain.timeoutSeconds + 120) * 1000,
+    // Agents drain side by side through the same server: one lock per drained node.
+    `drain-${inputs.node}`,
+  );
 }
 
 /** The address of a server's own etcd peer URL, when its etcd answered. */
@@ -337,6 +381,9 @@ export async function startOnNode(
   for (const reason of decision.reasons) pulumi.log.info(`${label}: ${reason}`);
   const artifacts =
     decision.install && inputs.artifacts ? await stageArtifacts(inputs, facts, label) : {};
+  // A running node is drained before it restarts; the Node is named as RKE2 registered it.
+  const drains = inputs.drain !== undefined && facts.active && decision.action === "restart";
+  if (drains) await drainStep(inputs, "drain", plan.hostNodeName, plan.dataDir);
   const result = await runOn(
     inputs.connection,
     label,
@@ -364,6 +411,7 @@ export async function startOnNode(
     START_TIMEOUT_MS,
   );
   const changes = ssh.changedLines(result);
+  if (drains) await drainStep(inputs, "uncordon", plan.hostNodeName, plan.dataDir);
   const startedAt =
     changes.length > 0 || !olds?.startedAt ? new Date().toISOString() : olds.startedAt;
   const state = await observeNode(
@@ -389,6 +437,7 @@ const PLAIN_INPUTS = [
   "membersScript",
   "installCommand",
   "artifacts",
+  "drain",
   "joinsThrough",
   "peers",
 ] as const;
@@ -432,9 +481,26 @@ export function nodeStartChanges(olds: NodeStartState, news: NodeStartInputs): s
   return why;
 }
 
+/**
+ * What preview says of a drain: a running node whose step restarts RKE2 (these reasons of
+ * nodeStartChanges) is drained first. The engine draws a dynamic resource's diff from its
+ * properties alone, and the drain settings are the same before and after, so the diff logs it.
+ */
+export function drainNotice(olds: NodeStartState, news: NodeStartInputs, why: readonly string[]) {
+  if (!news.drain || olds.active === false) return undefined;
+  const restarts = why.filter((k) =>
+    /^(version|managedKeys\[|managedRegistries\[|registries$|restartPending$)/.test(k),
+  );
+  if (restarts.length === 0) return undefined;
+  const node = olds.hostNodeName ?? news.node;
+  return `${news.node}: drains ${node} before RKE2 restarts there (${restarts.join(", ")}), and uncordons it once it is Ready`;
+}
+
 export const nodeStartProvider: pulumi.dynamic.ResourceProvider = {
   async diff(_id: string, olds: NodeStartState, news: NodeStartInputs) {
     const why = nodeStartChanges(olds, news);
+    const notice = drainNotice(olds, news, why);
+    if (notice) pulumi.log.info(notice);
     return {
       changes: why.length > 0,
       // Compared with the host's values (state), not with the previous inputs.

@@ -97,6 +97,8 @@ export const KEY_READERS: Readonly<Record<string, KeyReaders>> = {
     installCommand: RKE2_SERVERS,
     artifacts: RKE2_SERVERS,
     serverJoin: RKE2_SERVERS,
+    drain: RKE2_SERVERS,
+    agentsMaxUnavailable: RKE2_SERVERS,
     dnsDelivery: ["clusterDns"],
   }),
 

@@ -200,6 +200,12 @@ export const JOIN_GATE_KEYS = {
   timeoutSeconds: whole(10, 86400, 900),
   pollSeconds: whole(1, 60, 2),
 } satisfies KeyMap;
+/** `rke2.drain`: cordon and drain a running management node before RKE2 restarts there. */
+export const DRAIN_KEYS = {
+  enabled: flag(false),
+  timeoutSeconds: whole(10, 86400, 300),
+  podSelector: text(""),
+} satisfies KeyMap;
 /** Settings of every cluster, management or downstream. */
 export const CLUSTER_KEYS = {
   version: text(),
@@ -223,6 +229,8 @@ export const MANAGEMENT_ONLY_KEYS = {
   installCommand: text("curl -sfL https://get.rke2.io | sh -"),
   artifacts: new RawSetting<ArtifactsInput>(ARTIFACTS_JSON),
   serverJoin: choice(["sequential", "parallel"] as const, "sequential"),
+  drain: DRAIN_KEYS,
+  agentsMaxUnavailable: whole(1, 10000, 1),
   dnsDelivery: choice(["serverManifest", "helmChartConfig"] as const, "serverManifest"),
   registrationAddress: text(),
   registries: new RawSetting<RegistriesInput>(REGISTRIES_JSON),

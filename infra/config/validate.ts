@@ -50,6 +50,7 @@ import {
   isListSchema,
   isSetting,
   JOIN_GATE_KEYS,
+  DRAIN_KEYS,
   KeySchema,
   LIBVIRT_KEYS,
   MANAGEMENT_ONLY_KEYS,
@@ -482,6 +483,13 @@ function readClusterSettings(
     r.object(o.joinGate, `${path}.joinGate`) ?? {},
     `${path}.joinGate`,
   );
+  // Downstream clusters do not take it: the unknown-key check reports it there.
+  const drain = readSettings(
+    r,
+    DRAIN_KEYS,
+    name === MANAGEMENT_CLUSTER ? (r.object(o.drain, `${path}.drain`) ?? {}) : {},
+    `${path}.drain`,
+  );
   const passThrough = (key: "extraConfig" | "serverConfig" | "agentConfig") => {
     const settings = readPassThrough(r, o[key], `${path}.${key}`);
     return settings === undefined ? {} : { [key]: settings };
@@ -509,6 +517,8 @@ function readClusterSettings(
     ...(registries ? { registries } : {}),
     joinGate,
     serverJoin: management.serverJoin,
+    drain,
+    agentsMaxUnavailable: management.agentsMaxUnavailable,
     dnsDelivery: management.dnsDelivery,
   };
 }

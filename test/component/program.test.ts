@@ -363,10 +363,41 @@ describe("program (Pulumi mocks)", function () {
       );
     });
 
-    it("start agents after the last server's gate, in parallel with each other", async () => {
+    /** The recorded program with agents .25, .26 and .27, and agentsMaxUnavailable. */
+    const withThreeAgents = async (agentsMaxUnavailable: number) => {
+      const recorded = await record({
+        ...model,
+        management: { ...model.management, agentsMaxUnavailable },
+        nodes: [...model.nodes, agentNode(25), agentNode(26), agentNode(27)],
+      });
+      const urn = (n: number) =>
+        recorded.find((r) => r.name === `management-start-sza1220${n}.local`)!.urn;
+      const closure = (of: string, seen = new Set<string>()): Set<string> => {
+        const r = recorded.find((x) => x.urn === of);
+        for (const d of [...(r?.dependencies ?? []), ...(r?.parent ? [r.parent] : [])])
+          if (!seen.has(d)) closure(d, seen.add(d));
+        return seen;
+      };
+      return { waits: (a: number, b: number) => closure(urn(a)).has(urn(b)) };
+    };
+
+    it("restart agents one at a time by default (agentsMaxUnavailable 1), in the order the stack lists them", async () => {
+      const { waits } = await withThreeAgents(1);
+      assert.ok(waits(26, 25) && waits(27, 26));
+      assert.ok(!waits(25, 26) && !waits(25, 27));
+    });
+
+    it("with agentsMaxUnavailable 2, two agents at a time: the third waits for the first", async () => {
+      const { waits } = await withThreeAgents(2);
+      assert.ok(!waits(26, 25) && !waits(25, 26));
+      assert.ok(waits(27, 25) && !waits(27, 26));
+    });
+
+    it("start agents after the last server's gate", async () => {
       const agent = agentNode(25);
       const withAgents = {
         ...model,
+        management: { ...model.management, agentsMaxUnavailable: 2 },
         nodes: [...model.nodes, agent, agentNode(26)],
       };
       const recorded = await record(withAgents);

@@ -8,6 +8,7 @@ import { spawnSync } from "child_process";
 import * as crypto from "crypto";
 import { digA, pulumi, pulumiAsync } from "./cli";
 import * as fs from "fs";
+import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
 import {
@@ -83,6 +84,84 @@ const patchCorednsHelmChartConfig = (spec: Record<string, string>) =>
     "-p",
     JSON.stringify({ spec }),
   );
+
+/** Applies manifests with the real kubectl, from a file. */
+function kubectlApply(yaml: string) {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "drain-")), "m.yaml");
+  fs.writeFileSync(file, yaml);
+  const r = kubectl("apply", "-f", file);
+  fs.rmSync(path.dirname(file), { recursive: true });
+  assert.equal(r.status, 0, r.stderr);
+}
+
+/**
+ * Two pods a ReplicaSet would own (drain refuses pods without a controller), bound to servers as
+ * the scheduler binds them: `held` on .21, Running and Ready as kubelet reports it, under a
+ * PodDisruptionBudget that needs it (its status as the disruption controller writes it:
+ * k8s.io/kubernetes@v1.35.4 pkg/controller/disruption/disruption.go updatePdbStatus, one healthy,
+ * one desired, so no disruption allowed); `movable` on .22, free to go.
+ */
+function drainWorkloads() {
+  const owner = (name: string) =>
+    `  ownerReferences:\n  - {apiVersion: apps/v1, kind: ReplicaSet, name: ${name}, uid: ${crypto.randomUUID()}, controller: true}\n`;
+  const pod = (name: string, node: string) =>
+    `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\n  namespace: drain-test\n  labels: {app: ${name}}\n${owner(name)}` +
+    `spec:\n  nodeName: ${node}\n  automountServiceAccountToken: false\n  containers:\n  - {name: main, image: registry.invalid/app:1}\n`;
+  kubectlApply(
+    [
+      "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: drain-test\n",
+      "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: default\n  namespace: drain-test\n",
+      pod("held", "sza122021.local"),
+      pod("movable", "sza122022.local"),
+      "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: held\n  namespace: drain-test\n" +
+        "spec:\n  minAvailable: 1\n  selector:\n    matchLabels: {app: held}\n",
+    ].join("---\n"),
+  );
+  const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  const status = (kind: string, name: string, body: object) =>
+    assert.equal(
+      kubectl(
+        "-n",
+        "drain-test",
+        "patch",
+        kind,
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        JSON.stringify({ status: body }),
+      ).status,
+      0,
+    );
+  status("pod", "held", {
+    phase: "Running",
+    conditions: [{ type: "Ready", status: "True", lastTransitionTime: now }],
+  });
+  status("pdb", "held", {
+    observedGeneration: 1,
+    currentHealthy: 1,
+    desiredHealthy: 1,
+    expectedPods: 1,
+    disruptionsAllowed: 0,
+  });
+}
+
+/** Asserts that preview says each server is drained before the restart `why` (a pattern) brings. */
+function previewSaysDrained(why: string) {
+  const preview = pulumi("preview");
+  assert.equal(preview.status, 0, preview.out);
+  for (const n of servers)
+    assert.match(
+      preview.out,
+      new RegExp(
+        `sza1220${n}\\.local: drains sza1220${n}\\.local before RKE2 restarts there \\(${why}\\)`,
+      ),
+    );
+}
+
+/** Whether a Node is cordoned. */
+const cordoned = (node: string) =>
+  kubectl("get", "node", node, "-o", "jsonpath={.spec.unschedulable}").stdout === "true";
 
 const isReject = (rule: string) => /-j REJECT --reject-with icmp-host-prohibited/.test(rule);
 
@@ -592,11 +671,62 @@ describe("pulumi CLI on the local stack", function () {
     }
   });
 
-  it(`a version change upgrades the servers one at a time to ${UPGRADE_TO}`, () => {
+  it("with rke2.drain, preview names the servers it drains, and a PodDisruptionBudget stops the rollout at .21: the pod named, .21 cordoned and not restarted, .20 drained, restarted and uncordoned", () => {
+    drainWorkloads();
+    for (const [key, value] of [
+      ["rke2.drain.enabled", "true"],
+      ["rke2.drain.timeoutSeconds", "12"],
+      ["rke2.etcdSnapshot.scheduleCron", "0 */4 * * *"],
+    ])
+      assert.equal(pulumi("config", "set", "--path", key, value).status, 0);
+    previewSaysDrained('managedKeys\\["etcd-snapshot-schedule-cron"\\]');
+    const before = history();
+    const r = pulumi("up", "--yes");
+    assert.notEqual(r.status, 0, r.out);
+    assert.match(
+      r.out,
+      /draining sza122021\.local did not finish: these pods were not evicted within 12 s: drain-test\/held \(a PodDisruptionBudget refuses, or they did not end\)\. sza122021\.local stays cordoned and RKE2 was not restarted there/,
+    );
+    const after = history();
+    assert.ok(after[0] > before[0], ".20 was not restarted");
+    assert.deepEqual(after.slice(1), before.slice(1), ".21 or .22 restarted");
+    assert.match(r.out, /sza122020\.local: changed: drained sza122020\.local/);
+    assert.match(r.out, /sza122020\.local: changed: uncordoned sza122020\.local/);
+    assert.equal(cordoned("sza122020.local"), false);
+    assert.equal(cordoned("sza122021.local"), true);
+    assert.equal(cordoned("sza122022.local"), false);
+  });
+
+  it("rke2.drain.podSelector leaves the held pod alone: the re-run drains .21 and .22 (evicting .22's pod), restarts each behind its gate and uncordons both", () => {
+    assert.equal(
+      pulumi("config", "set", "--path", "rke2.drain.podSelector", "app!=held").status,
+      0,
+    );
+    const r = pulumi("up", "--yes");
+    assert.equal(r.status, 0, r.out);
+    for (const n of ["21", "22"]) {
+      const drained = at(r.out, n, `changed: drained sza1220${n}\\.local`);
+      const restarted = at(r.out, n, "changed: restarted rke2-server\\.service");
+      const uncordoned = at(r.out, n, `changed: uncordoned sza1220${n}\\.local`);
+      assert.ok(drained >= 0 && drained < restarted && restarted < uncordoned, r.out);
+      assert.equal(cordoned(`sza1220${n}.local`), false);
+    }
+    assert.equal(kubectl("-n", "drain-test", "get", "pod", "held").status, 0);
+    assert.match(kubectl("-n", "drain-test", "get", "pod", "movable").stderr, /NotFound/);
+    assert.equal(pulumi("preview", "--expect-no-changes").status, 0);
+  });
+
+  it(`a version change upgrades the servers one at a time to ${UPGRADE_TO}, each drained and uncordoned`, () => {
     assert.equal(pulumi("config", "set", "--path", "rke2.version", UPGRADE_TO).status, 0);
+    // With the drain settings unchanged, preview still says each server is drained first.
+    previewSaysDrained("version");
     const r = pulumi("up", "--yes");
     assert.equal(r.status, 0, r.out);
     assertRolling(r.out);
+    for (const n of servers) {
+      assert.match(r.out, new RegExp(`sza1220${n}\\.local: changed: drained sza1220${n}\\.local`));
+      assert.equal(cordoned(`sza1220${n}.local`), false);
+    }
     for (const n of servers) {
       assert.match(
         r.out,
@@ -610,6 +740,23 @@ describe("pulumi CLI on the local stack", function () {
       );
     }
     assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
+    // The later cases restart servers with the first one down: they run without draining, and
+    // turning it off changes no host.
+    assert.equal(pulumi("config", "rm", "--path", "rke2.drain").status, 0);
+    const cleared = kubectl(
+      "-n",
+      "drain-test",
+      "delete",
+      "pod,pdb",
+      "--all",
+      "--grace-period=0",
+      "--force",
+    );
+    assert.equal(cleared.status, 0, cleared.stderr);
+    const before = history();
+    const off = pulumi("up", "--yes");
+    assert.equal(off.status, 0, off.out);
+    assert.deepEqual(history(), before);
   });
 
   it("refresh sees a stopped server, a hand-edited managed key and a wrong installed version, and keeps keys it does not manage", async () => {

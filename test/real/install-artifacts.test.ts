@@ -1,12 +1,15 @@
 /**
- * Installing RKE2 from its release artifacts (`rke2.artifacts.path`) on lab node .31, with no
+ * Installing RKE2 from its release artifacts (`rke2.artifacts`) on lab node .31, with no
  * installCommand that could run: the node step copies the files over SSH, checks each against the
  * release's checksum file, and runs the release's install.sh with INSTALL_RKE2_ARTIFACT_PATH (the
  * lab's installer stand-in follows rancher/rke2@v1.35.7+rke2r1:install.sh on that path). The
  * artifacts are made here: a tarball holding the lab's bin/rke2, an images archive of random
- * bytes, and their checksum file written by sha256sum.
+ * bytes, and their checksum file written by sha256sum. They come from a directory here
+ * (`path`), then, for an upgrade, from an HTTPS mirror in .31's namespace (`url`): Python's own
+ * HTTP server over TLS (test/lab/https-mirror.py), its certificate from a CA openssl makes here.
  */
 import * as assert from "assert/strict";
+import { ChildProcess, spawn } from "child_process";
 import * as crypto from "crypto";
 import * as fs from "fs";
 import * as os from "os";
@@ -15,7 +18,17 @@ import { componentFile } from "../../components/assets";
 import { desiredManagedKeys } from "../../components/rke2-cluster/config-adoption";
 import { NodeStartInputs, startOnNode } from "../../components/rke2-cluster/provider";
 import { pinnedEndpoint, runScript } from "../../components/ssh/run-script";
-import { lab, nodeConnection, nodeFile, REPO, run, stepKey, unitState } from "./lab";
+import {
+  inNamespace,
+  lab,
+  labNs,
+  nodeConnection,
+  nodeFile,
+  REPO,
+  run,
+  stepKey,
+  unitState,
+} from "./lab";
 
 const RKE2 = path.join(__dirname, "../../components/rke2-cluster");
 const NODE = { octet: 31, name: "sza122031.local", ip: "192.168.122.31" };
@@ -55,7 +68,10 @@ function configText(): string {
   return `token: lab-artifacts-token\nnode-name: ${NODE.name}\nnode-ip: ${NODE.ip}\n`;
 }
 
-function inputs(artifacts: string): NodeStartInputs {
+function inputs(
+  artifacts: string | { url: string; caFile?: string },
+  version = VERSION,
+): NodeStartInputs {
   const config = configText();
   return {
     node: NODE.name,
@@ -66,10 +82,10 @@ function inputs(artifacts: string): NodeStartInputs {
     script: componentFile(RKE2, "rke2-start.sh"),
     factsScript: componentFile(RKE2, "rke2-facts.sh"),
     membersScript: componentFile(RKE2, "etcd-members.sh"),
-    version: VERSION,
+    version,
     // Nothing installs unless the artifacts do: this command would fail the step.
     installCommand: "echo 'installCommand ran' >&2; exit 3",
-    artifacts: { path: artifacts },
+    artifacts: typeof artifacts === "string" ? { path: artifacts } : artifacts,
     config,
     managedKeys: desiredManagedKeys(config),
     peers: [],
@@ -181,5 +197,153 @@ describe("installing RKE2 from its release artifacts (lab node .31)", function (
     const state = await startOnNode("update", inputs(release));
     assert.deepEqual(state.lastChanges, []);
     assert.ok(!fs.existsSync(nodeFile(NODE.octet, STAGED)));
+  });
+});
+
+const UPGRADE = "v1.36.3+rke2r1";
+const MIRROR = `https://${NODE.ip}:8443`;
+const ALLOW_MIRROR = ["INPUT", "-p", "tcp", "--dport", "8443", "-j", "ACCEPT"];
+
+/** A CA and a server certificate it signs for .31's address, made here with openssl. */
+function mirrorCertificates(dir: string) {
+  const sh = (script: string) => {
+    const r = run("sh", ["-ec", script, "sh", dir]);
+    assert.equal(r.status, 0, r.stderr);
+  };
+  const ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  sh(`cd "$1"
+    openssl req -x509 ${ec} -keyout ca.key -out ca.pem -days 1 -subj /CN=lab-mirror-ca 2>/dev/null
+    openssl req ${ec} -keyout key.pem -out server.csr -subj /CN=${NODE.ip} 2>/dev/null
+    printf 'subjectAltName=IP:${NODE.ip}\\n' > san.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 \\
+      -extfile san.ext -out cert.pem 2>/dev/null`);
+  return {
+    ca: path.join(dir, "ca.pem"),
+    cert: path.join(dir, "cert.pem"),
+    key: path.join(dir, "key.pem"),
+  };
+}
+
+describe("installing RKE2 from an internal HTTPS mirror (lab node .31, upgraded)", function () {
+  this.timeout(180000);
+  let root: string;
+  let ca: string;
+  let server: ChildProcess;
+  const requests: string[] = [];
+  const cache = fs.mkdtempSync(path.join(os.tmpdir(), "rke2-mirror-cache-"));
+  const savedCache = process.env.XDG_CACHE_HOME;
+  const tarballPath = `/${UPGRADE.replace("+", "%2B")}/${TARBALL}`;
+
+  before(async () => {
+    // .31 runs the path release after the cases above, or is made to.
+    const running = await runScript(nodeConnection(NODE.octet), "/usr/local/bin/rke2 --version");
+    if (running.exitCode !== 0 || !running.stdout.includes(VERSION)) {
+      const staged = await startOnNode("create", inputs(releaseDir(VERSION)));
+      assert.equal(staged.installedVersion, VERSION);
+    }
+    root = fs.mkdtempSync(path.join(os.tmpdir(), "rke2-mirror-"));
+    const release = releaseDir(UPGRADE);
+    fs.renameSync(path.join(release, "install.sh"), path.join(root, "install.sh"));
+    fs.renameSync(release, path.join(root, UPGRADE));
+    const certs = mirrorCertificates(fs.mkdtempSync(path.join(os.tmpdir(), "rke2-mirror-ca-")));
+    ca = certs.ca;
+    assert.equal(inNamespace(labNs("n31"), ["iptables", "-I", ...ALLOW_MIRROR]).status, 0);
+    server = spawn("ip", [
+      "netns",
+      "exec",
+      labNs("n31"),
+      "python3",
+      path.join(REPO, "test", "lab", "https-mirror.py"),
+      NODE.ip,
+      "8443",
+      root,
+      certs.cert,
+      certs.key,
+    ]);
+    server.stderr!.on("data", (d: Buffer) =>
+      requests.push(...d.toString().split("\n").filter(Boolean)),
+    );
+    await new Promise<void>((resolve, reject) => {
+      server.stdout!.once("data", () => resolve());
+      server.once("exit", (code) =>
+        reject(new Error(`the mirror exited (${code}): ${requests.join("; ")}`)),
+      );
+    });
+    process.env.XDG_CACHE_HOME = cache;
+  });
+  after(async () => {
+    server?.kill();
+    inNamespace(labNs("n31"), ["iptables", "-D", ...ALLOW_MIRROR]);
+    if (savedCache === undefined) delete process.env.XDG_CACHE_HOME;
+    else process.env.XDG_CACHE_HOME = savedCache;
+    for (const dir of [root, path.dirname(ca), cache])
+      fs.rmSync(dir, { recursive: true, force: true });
+    await runScript(nodeConnection(NODE.octet), "systemctl stop rke2-server.service || true");
+    assert.equal(lab("reset-node", String(NODE.octet)).status, 0);
+  });
+
+  const stillRunsPathRelease = async () => {
+    const version = await runScript(nodeConnection(NODE.octet), "/usr/local/bin/rke2 --version");
+    assert.match(version.stdout, new RegExp(`^rke2 version ${VERSION.replace("+", "\\+")} `));
+    assert.ok(
+      !fs.existsSync(nodeFile(NODE.octet, `/var/lib/rke2-remediation/artifacts/${UPGRADE}`)),
+    );
+  };
+
+  it("a mirror whose certificate no CA here vouches for is refused before anything is fetched or copied, pointing to rke2.artifacts.caFile", async () => {
+    await assert.rejects(startOnNode("update", inputs({ url: MIRROR }, UPGRADE)), (err: Error) => {
+      assert.match(
+        err.message,
+        /^rke2\.artifacts\.url: could not fetch https:\/\/192\.168\.122\.31:8443\/v1\.36\.3%2Brke2r1\/sha256sum-amd64\.txt: its certificate is not signed by a CA this machine trusts \(\w+\)\. Set rke2\.artifacts\.caFile .*nothing was changed on any host\.$/,
+      );
+      return true;
+    });
+    assert.deepEqual(requests, []);
+    await stillRunsPathRelease();
+  });
+
+  it("a tarball on the mirror that does not hash as the release's checksum file says is refused, naming its URL, and leaves nothing in the cache", async () => {
+    const file = path.join(root, UPGRADE, TARBALL);
+    const good = fs.readFileSync(file);
+    fs.appendFileSync(file, "x");
+    try {
+      await assert.rejects(
+        startOnNode("update", inputs({ url: MIRROR, caFile: ca }, UPGRADE)),
+        (err: Error) =>
+          err.message.startsWith(`rke2.artifacts.url: ${MIRROR}${tarballPath} has SHA-256 `) &&
+          err.message.includes("nothing was changed on any host"),
+      );
+    } finally {
+      fs.writeFileSync(file, good);
+    }
+    const cached = fs.readdirSync(cache, { recursive: true }).map(String);
+    assert.ok(!cached.some((f) => f.includes(TARBALL)), cached.join(", "));
+    await stillRunsPathRelease();
+  });
+
+  it("upgrades from the mirror with its CA: the checksum file, install.sh, tarball and images fetched once each, checked, copied and installed", async () => {
+    requests.length = 0;
+    const state = await startOnNode("update", inputs({ url: MIRROR, caFile: ca }, UPGRADE));
+    assert.equal(state.installedVersion, UPGRADE);
+    assert.equal(state.active, true);
+    assert.ok(
+      state.lastChanges.some(
+        (c) => c.includes(`RKE2 ${UPGRADE}`) && c.includes("from the release artifacts"),
+      ),
+      state.lastChanges.join("; "),
+    );
+    const version = await runScript(nodeConnection(NODE.octet), "/usr/local/bin/rke2 --version");
+    assert.match(version.stdout, new RegExp(`^rke2 version ${UPGRADE.replace("+", "\\+")} `));
+    assert.equal(
+      sha256(nodeFile(NODE.octet, `/var/lib/rancher/rke2/agent/images/${IMAGES}`)),
+      sha256(path.join(root, UPGRADE, IMAGES)),
+    );
+    const dir = `/${UPGRADE.replace("+", "%2B")}`;
+    assert.deepEqual(requests, [
+      `GET ${dir}/sha256sum-amd64.txt 200`,
+      "GET /install.sh 200",
+      `GET ${dir}/${TARBALL} 200`,
+      `GET ${dir}/${IMAGES} 200`,
+    ]);
   });
 });

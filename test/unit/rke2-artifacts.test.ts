@@ -3,7 +3,12 @@ import { execFileSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { parseChecksums, releaseArtifacts } from "../../components/rke2-cluster/artifacts";
+import {
+  mirrorCacheDirOf,
+  parseChecksums,
+  releaseArtifacts,
+  releaseFileUrl,
+} from "../../components/rke2-cluster/artifacts";
 import { parseNodeFacts } from "../../components/rke2-cluster/start-plan";
 import { validateEnvironment } from "../../infra/config/validate";
 import { estateWith, problemsOf, setAt, stackKey } from "./fixtures";
@@ -147,13 +152,65 @@ describe("rke2.artifacts, the stack key", () => {
   });
 
   it("refuses a relative path, an unknown key, and installCommand beside it", () => {
-    const raw = estateWith("rke2.artifacts", { path: "rke2", url: "https://mirror" });
+    const raw = estateWith("rke2.artifacts", { path: "rke2", mirror: "https://mirror" });
     setAt(raw, "rke2.installCommand", "curl -sfL https://get.rke2.io | sh -");
     const problems = problemsOf(raw).map((p) => p.key);
     assert.deepEqual(problems.sort(), [
       stackKey("rke2.artifacts"),
+      stackKey("rke2.artifacts.mirror"),
       stackKey("rke2.artifacts.path"),
-      stackKey("rke2.artifacts.url"),
     ]);
+  });
+
+  it("reads a mirror's https URL without a trailing slash, and its CA file", () => {
+    const raw = estateWith("rke2.artifacts", {
+      url: "https://mirror.internal/rke2/releases/",
+      caFile: "/etc/pki/mirror-ca.pem",
+    });
+    const result = validateEnvironment("lab", raw, { requireSecrets: false });
+    assert.deepEqual(result.problems, []);
+    assert.deepEqual(result.model?.management.artifacts, {
+      url: "https://mirror.internal/rke2/releases",
+      caFile: "/etc/pki/mirror-ca.pem",
+    });
+  });
+
+  it("refuses path and url together, plain http, a login in the URL, and a CA file beside a path or relative", () => {
+    const keysOf = (value: object) =>
+      problemsOf(estateWith("rke2.artifacts", value)).map((p) => `${p.key}: ${p.message}`);
+    assert.match(
+      keysOf({ path: "/srv/rke2", url: "https://mirror" }).join("\n"),
+      /rke2\.artifacts.*: has both path and url/,
+    );
+    assert.match(
+      keysOf({ url: "http://mirror/rke2" }).join("\n"),
+      /rke2\.artifacts\.url.*: must be the https:\/\//,
+    );
+    const login = keysOf({ url: "https://ops:hunter2@mirror/rke2" }).join("\n");
+    assert.match(login, /rke2\.artifacts\.url.*: holds a password in a URL, in a plain key/);
+    assert.doesNotMatch(login, /hunter2/);
+    assert.match(
+      keysOf({ url: "https://ops@mirror/rke2" }).join("\n"),
+      /rke2\.artifacts\.url.*: has a user name or password in it/,
+    );
+    assert.match(
+      keysOf({ path: "/srv/rke2", caFile: "/etc/ca.pem" }).join("\n"),
+      /rke2\.artifacts\.caFile.*: is the CA of a mirror: it goes with url/,
+    );
+    assert.match(
+      keysOf({ url: "https://mirror", caFile: "ca.pem" }).join("\n"),
+      /rke2\.artifacts\.caFile.*: must be the absolute path of a PEM file/,
+    );
+  });
+
+  it("lays out a mirror's files as install.sh downloads them, and caches each mirror and release apart", () => {
+    assert.equal(
+      releaseFileUrl("https://mirror.internal/rke2", "v1.35.7+rke2r1", "sha256sum-amd64.txt"),
+      "https://mirror.internal/rke2/v1.35.7%2Brke2r1/sha256sum-amd64.txt",
+    );
+    const a = mirrorCacheDirOf("https://a.internal", "v1.35.7+rke2r1");
+    assert.notEqual(a, mirrorCacheDirOf("https://b.internal", "v1.35.7+rke2r1"));
+    assert.notEqual(a, mirrorCacheDirOf("https://a.internal", "v1.36.3+rke2r1"));
+    assert.match(a, /\/rke2-remediation\/artifacts\/[0-9a-f]{16}\/v1\.35\.7\+rke2r1$/);
   });
 });
