@@ -12,6 +12,7 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { sshKeyFingerprint, useStackConfig } from "./ssh/host-material";
+import { type HostProviderName, PROVIDER_STUB_MARKER } from "./ssh/provider-names";
 import { isScriptRef, scriptDigest } from "./assets";
 
 /* eslint-disable @typescript-eslint/no-require-imports -- each provider loads on first use */
@@ -29,13 +30,10 @@ const PROVIDERS = {
   kubeconfig: () => require("./rke2-cluster/kubeconfig").kubeconfigProvider,
   nodeRegistration: () => require("./rancher-cluster/provider").nodeRegistrationProvider,
   clusterWait: () => require("./rancher-cluster/cluster-wait").clusterWaitProvider,
-} satisfies Record<string, () => pulumi.dynamic.ResourceProvider>;
+} satisfies Record<HostProviderName, () => pulumi.dynamic.ResourceProvider>;
 /* eslint-enable @typescript-eslint/no-require-imports */
 
-export type HostProviderName = keyof typeof PROVIDERS;
-
-/** Text every loader carries, so state that holds a provider's code is told apart from it. */
-export const PROVIDER_STUB_MARKER = "rke2-remediation provider loader";
+export { type HostProviderName, PROVIDER_STUB_MARKER };
 
 type Props = Record<string, unknown>;
 

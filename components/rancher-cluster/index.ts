@@ -74,6 +74,228 @@ type Registration = HostStepResource & {
   >;
 };
 
+/** What every step of one cluster's registration shares. */
+interface ClusterSteps {
+  readonly name: string;
+  readonly parent: RancherDownstreamCluster;
+  readonly args: RancherDownstreamClusterArgs;
+  readonly clusterV2: rancher2.ClusterV2;
+  /** The node registration command Rancher gives (a secret). */
+  readonly command: pulumi.Output<string>;
+  readonly apiToken: pulumi.Output<string>;
+  /** The plan's first etcd node: Rancher's init node. */
+  readonly initNode: NodeSpec;
+}
+
+const RKE2_SCRIPTS = path.join(__dirname, "..", "rke2-cluster");
+
+/**
+ * The ClusterV2 (step 1): RKE2's settings for Rancher to apply, with chartValues carrying the
+ * cluster DNS fix. It holds etcd and every workload: destroying the stack leaves it in Rancher.
+ */
+function downstreamClusterV2(
+  name: string,
+  args: RancherDownstreamClusterArgs,
+  parent: RancherDownstreamCluster,
+): rancher2.ClusterV2 {
+  const { cluster } = args;
+  const rke = renderRkeConfigText(cluster, args.kubeletArgs, args.chartValues);
+  return new rancher2.ClusterV2(
+    name,
+    {
+      name: cluster.name,
+      kubernetesVersion: cluster.version,
+      rkeConfig: {
+        machineGlobalConfig: rke.machineGlobalConfig,
+        machineSelectorConfigs: rke.machineSelectorConfig
+          ? [{ config: rke.machineSelectorConfig }]
+          : [],
+        chartValues: rke.chartValues,
+        etcd: {
+          snapshotScheduleCron: cluster.etcdSnapshot.scheduleCron,
+          snapshotRetention: cluster.etcdSnapshot.retention,
+        },
+        upgradeStrategy: { controlPlaneConcurrency: "1", workerConcurrency: "1" },
+      },
+    },
+    {
+      parent,
+      provider: args.provider,
+      retainOnDelete: true,
+      dependsOn: args.rancherReady ?? [],
+    },
+  );
+}
+
+/** A node's registration through Rancher's command, after its prerequisites and `after`. */
+function registerNode(
+  c: ClusterSteps,
+  step: PlannedRegistration,
+  after: pulumi.Resource[],
+): Registration {
+  const { args } = c;
+  const timeouts = args.cluster.joinGate;
+  // The props name the outputs (`node`, `planSecret`) a dynamic resource gets.
+  return <Registration>new HostStepResource(
+    "nodeRegistration",
+    RANCHER_NODE_REGISTRATION,
+    `${c.name}-register-${step.node.name}`,
+    {
+      ssh: step.node.ssh,
+      sshPrivateKey: args.sshPrivateKey,
+      script: scriptRef(__dirname, "register-node.sh"),
+    },
+    {
+      node: step.node.name,
+      nodeIp: step.node.ip,
+      cluster: args.cluster.name,
+      roles: [...step.node.roles],
+      registrationCommand: c.command,
+      rancherUrl: args.rancherUrl,
+      apiToken: c.apiToken,
+      insecure: args.cluster.insecureRegistration,
+      caCertificate: args.caCertificate,
+      caChecksum: args.caCertificate && rancherCaChecksum(args.caCertificate),
+      rancherHost: args.rancherHost,
+      timeoutSeconds: timeouts.timeoutSeconds,
+      pollSeconds: timeouts.pollSeconds,
+      registered: undefined,
+      planSecret: undefined,
+    },
+    {
+      parent: c.parent,
+      dependsOn: [c.clusterV2, ...(args.prerequisites.get(step.node.name) ?? []), ...after],
+      additionalSecretOutputs: ["registrationCommand", "apiToken"],
+    },
+  );
+}
+
+/** The join gate on a further etcd node: a voting member, and no learner left. */
+function joinGateOn(c: ClusterSteps, step: PlannedRegistration, registered: pulumi.Resource) {
+  const timeouts = c.args.cluster.joinGate;
+  return new HostStepResource(
+    "joinGate",
+    RKE2_JOIN_GATE,
+    `${c.name}-gate-${step.node.name}`,
+    {
+      ssh: step.node.ssh,
+      sshPrivateKey: c.args.sshPrivateKey,
+      script: scriptRef(RKE2_SCRIPTS, "join-gate.sh"),
+    },
+    {
+      node: step.node.name,
+      membersScript: scriptRef(RKE2_SCRIPTS, "etcd-members.sh"),
+      timeoutSeconds: timeouts.timeoutSeconds,
+      pollSeconds: timeouts.pollSeconds,
+      serverStartedAt: "registered through Rancher",
+      firstServer: serverRef(c.initNode),
+    },
+    { parent: c.parent, dependsOn: [registered] },
+  );
+}
+
+/** The machines a wait follows: each registration's plan secret, as its node names it. */
+function followed(registrations: readonly Registration[]) {
+  return pulumi
+    .all(registrations.map((r) => pulumi.all([r.node, r.planSecret])))
+    .apply((rows) =>
+      rows
+        .filter(([, secret]) => secret !== undefined)
+        .map(([node, secret]) => ({ node, ...secret! })),
+    );
+}
+
+/**
+ * A wait until each machine registered in a step is planned, applied and healthy in Rancher and
+ * the cluster is active after them (saying why not), then ClusterSync for the kubeconfig.
+ */
+function activeThenSync(
+  c: ClusterSteps,
+  suffix: string,
+  registrations: readonly Registration[],
+  after: pulumi.Resource[],
+): rancher2.ClusterSync {
+  const { args, initNode } = c;
+  const timeouts = args.cluster.joinGate;
+  // Where cattle-cluster-agent may run: any node, control-plane nodes preferred (template.go).
+  const agentNodes = [
+    ...args.nodes.filter((n) => n.roles.includes("controlplane")),
+    ...args.nodes.filter((n) => !n.roles.includes("controlplane")),
+  ].map((n) => ({ node: n.name, connection: pinnedEndpoint(n.ssh) }));
+  const wait = new HostStepResource(
+    "clusterWait",
+    RANCHER_CLUSTER_WAIT,
+    `${c.name}-active-${suffix}`,
+    { ssh: initNode.ssh, sshPrivateKey: args.sshPrivateKey },
+    {
+      cluster: args.cluster.name,
+      after: suffix,
+      clusterId: c.clusterV2.clusterV1Id,
+      rancherUrl: args.rancherUrl,
+      apiToken: c.apiToken,
+      caCertificate: args.caCertificate,
+      timeoutSeconds: timeouts.timeoutSeconds,
+      pollSeconds: timeouts.pollSeconds,
+      initNode: initNode.name,
+      agentNodes,
+      machines: followed(registrations),
+      checkScript: scriptRef(__dirname, "cluster-agent-check.sh"),
+      rancherHost: args.rancherHost,
+      podNameserver: args.podNameserver,
+      clusterDomain: args.cluster.clusterDomain,
+    },
+    { parent: c.parent, dependsOn: after, additionalSecretOutputs: ["apiToken"] },
+  );
+  return new rancher2.ClusterSync(
+    `${c.name}-sync-${suffix}`,
+    { clusterId: c.clusterV2.clusterV1Id, stateConfirm: 2 },
+    {
+      parent: c.parent,
+      provider: args.provider,
+      dependsOn: [wait],
+      customTimeouts: { create: `${timeouts.timeoutSeconds}s` },
+    },
+  );
+}
+
+/**
+ * Steps 2-6: the nodes in registrationPlan's order, each step after the previous step's sync.
+ * Returns the sync after every node, whose kubeconfig the stack gives.
+ */
+function registerInPlanOrder(c: ClusterSteps, plan: readonly PlannedRegistration[]) {
+  let lastSync: rancher2.ClusterSync | undefined;
+  for (const stepNumber of [...new Set(plan.map((p) => p.step))]) {
+    const steps = plan.filter((p) => p.step === stepNumber);
+    const after = lastSync ? [lastSync] : [];
+    const group = steps[0].group;
+    switch (group) {
+      case "first":
+      case "worker": {
+        const registered = steps.map((s) => registerNode(c, s, after));
+        const suffix = group === "first" ? c.initNode.name : "workers";
+        lastSync = activeThenSync(c, suffix, registered, registered);
+        break;
+      }
+      case "etcd": {
+        const registered = registerNode(c, steps[0], after);
+        const gate = joinGateOn(c, steps[0], registered);
+        lastSync = activeThenSync(c, steps[0].node.name, [registered], [gate]);
+        break;
+      }
+      case "control-plane": {
+        const registered = registerNode(c, steps[0], after);
+        lastSync = activeThenSync(c, steps[0].node.name, [registered], [registered]);
+        break;
+      }
+      default: {
+        const unknown: never = group;
+        throw new pulumi.ResourceError(`unknown registration group ${String(unknown)}`, c.parent);
+      }
+    }
+  }
+  return lastSync!;
+}
+
 export class RancherDownstreamCluster extends pulumi.ComponentResource {
   /** Rancher's v1 cluster id (c-m-...). */
   public readonly clusterId: pulumi.Output<string>;
@@ -88,183 +310,28 @@ export class RancherDownstreamCluster extends pulumi.ComponentResource {
     opts?: pulumi.ComponentResourceOptions,
   ) {
     super("rke2remediation:rancher:DownstreamCluster", name, {}, opts);
-    const { cluster } = args;
     let plan: PlannedRegistration[];
     try {
       plan = registrationPlan(args.nodes);
     } catch (err) {
       throw new pulumi.ResourceError((err as Error).message, this);
     }
-    const rke = renderRkeConfigText(cluster, args.kubeletArgs, args.chartValues);
-    const rancherOpts = { parent: this, provider: args.provider };
-    const clusterV2 = new rancher2.ClusterV2(
-      name,
-      {
-        name: cluster.name,
-        kubernetesVersion: cluster.version,
-        rkeConfig: {
-          machineGlobalConfig: rke.machineGlobalConfig,
-          machineSelectorConfigs: rke.machineSelectorConfig
-            ? [{ config: rke.machineSelectorConfig }]
-            : [],
-          chartValues: rke.chartValues,
-          etcd: {
-            snapshotScheduleCron: cluster.etcdSnapshot.scheduleCron,
-            snapshotRetention: cluster.etcdSnapshot.retention,
-          },
-          upgradeStrategy: { controlPlaneConcurrency: "1", workerConcurrency: "1" },
-        },
-      },
-      // The cluster holds etcd and every workload: destroying the stack leaves it in Rancher.
-      { ...rancherOpts, retainOnDelete: true, dependsOn: args.rancherReady ?? [] },
-    );
+    const clusterV2 = downstreamClusterV2(name, args, this);
     const token = clusterV2.clusterRegistrationToken;
-    const command = pulumi.secret(
-      cluster.insecureRegistration ? token.insecureNodeCommand : token.nodeCommand,
+    const finalSync = registerInPlanOrder(
+      {
+        name,
+        parent: this,
+        args,
+        clusterV2,
+        command: pulumi.secret(
+          args.cluster.insecureRegistration ? token.insecureNodeCommand : token.nodeCommand,
+        ),
+        apiToken: pulumi.secret(args.apiToken),
+        initNode: plan[0].node,
+      },
+      plan,
     );
-    const apiToken = pulumi.secret(args.apiToken);
-    const script = scriptRef(__dirname, "register-node.sh");
-    const checkScript = scriptRef(__dirname, "cluster-agent-check.sh");
-    const gateScript = scriptRef(path.join(__dirname, "..", "rke2-cluster"), "join-gate.sh");
-    const membersScript = scriptRef(path.join(__dirname, "..", "rke2-cluster"), "etcd-members.sh");
-    const initNode = plan[0].node;
-    const timeouts = cluster.joinGate;
-    // Where cattle-cluster-agent may run: any node, control-plane nodes preferred (template.go).
-    const agentNodes = [
-      ...args.nodes.filter((n) => n.roles.includes("controlplane")),
-      ...args.nodes.filter((n) => !n.roles.includes("controlplane")),
-    ].map((n) => ({ node: n.name, connection: pinnedEndpoint(n.ssh) }));
-
-    // The machines a wait follows: each registration's plan secret, as its node names it.
-    const followed = (registrations: readonly Registration[]) =>
-      pulumi
-        .all(registrations.map((r) => pulumi.all([r.node, r.planSecret])))
-        .apply((rows) =>
-          rows
-            .filter(([, secret]) => secret !== undefined)
-            .map(([node, secret]) => ({ node, ...secret! })),
-        );
-    // A wait until each machine registered in a step is planned, applied and healthy in Rancher
-    // and the cluster is active after them (saying why not), then ClusterSync for the kubeconfig.
-    const activeThenSync = (
-      suffix: string,
-      registrations: readonly Registration[],
-      after: pulumi.Resource[],
-    ) => {
-      const wait = new HostStepResource(
-        "clusterWait",
-        RANCHER_CLUSTER_WAIT,
-        `${name}-active-${suffix}`,
-        { ssh: initNode.ssh, sshPrivateKey: args.sshPrivateKey },
-        {
-          cluster: cluster.name,
-          after: suffix,
-          clusterId: clusterV2.clusterV1Id,
-          rancherUrl: args.rancherUrl,
-          apiToken,
-          caCertificate: args.caCertificate,
-          timeoutSeconds: timeouts.timeoutSeconds,
-          pollSeconds: timeouts.pollSeconds,
-          initNode: initNode.name,
-          agentNodes,
-          machines: followed(registrations),
-          checkScript,
-          rancherHost: args.rancherHost,
-          podNameserver: args.podNameserver,
-          clusterDomain: cluster.clusterDomain,
-        },
-        { parent: this, dependsOn: after, additionalSecretOutputs: ["apiToken"] },
-      );
-      return new rancher2.ClusterSync(
-        `${name}-sync-${suffix}`,
-        { clusterId: clusterV2.clusterV1Id, stateConfirm: 2 },
-        {
-          ...rancherOpts,
-          dependsOn: [wait],
-          customTimeouts: { create: `${timeouts.timeoutSeconds}s` },
-        },
-      );
-    };
-    // The props name the outputs (`node`, `planSecret`) a dynamic resource gets.
-    const registration = (step: PlannedRegistration, after: pulumi.Resource[]) =>
-      <Registration>new HostStepResource(
-        "nodeRegistration",
-        RANCHER_NODE_REGISTRATION,
-        `${name}-register-${step.node.name}`,
-        { ssh: step.node.ssh, sshPrivateKey: args.sshPrivateKey, script },
-        {
-          node: step.node.name,
-          nodeIp: step.node.ip,
-          cluster: cluster.name,
-          roles: [...step.node.roles],
-          registrationCommand: command,
-          rancherUrl: args.rancherUrl,
-          apiToken,
-          insecure: cluster.insecureRegistration,
-          caCertificate: args.caCertificate,
-          caChecksum: args.caCertificate && rancherCaChecksum(args.caCertificate),
-          rancherHost: args.rancherHost,
-          timeoutSeconds: timeouts.timeoutSeconds,
-          pollSeconds: timeouts.pollSeconds,
-          registered: undefined,
-          planSecret: undefined,
-        },
-        {
-          parent: this,
-          dependsOn: [clusterV2, ...(args.prerequisites.get(step.node.name) ?? []), ...after],
-          additionalSecretOutputs: ["registrationCommand", "apiToken"],
-        },
-      );
-    const joinGate = (step: PlannedRegistration, registered: pulumi.Resource) =>
-      new HostStepResource(
-        "joinGate",
-        RKE2_JOIN_GATE,
-        `${name}-gate-${step.node.name}`,
-        { ssh: step.node.ssh, sshPrivateKey: args.sshPrivateKey, script: gateScript },
-        {
-          node: step.node.name,
-          membersScript,
-          timeoutSeconds: timeouts.timeoutSeconds,
-          pollSeconds: timeouts.pollSeconds,
-          serverStartedAt: "registered through Rancher",
-          firstServer: serverRef(initNode),
-        },
-        { parent: this, dependsOn: [registered] },
-      );
-
-    // Steps in registrationPlan's order; each step waits for the previous step's sync.
-    let lastSync: rancher2.ClusterSync | undefined;
-    for (const stepNumber of [...new Set(plan.map((p) => p.step))]) {
-      const steps = plan.filter((p) => p.step === stepNumber);
-      const after = lastSync ? [lastSync] : [];
-      const group = steps[0].group;
-      switch (group) {
-        case "first":
-        case "worker": {
-          const registered = steps.map((s) => registration(s, after));
-          const suffix = group === "first" ? initNode.name : "workers";
-          lastSync = activeThenSync(suffix, registered, registered);
-          break;
-        }
-        case "etcd": {
-          const registered = registration(steps[0], after);
-          const gate = joinGate(steps[0], registered);
-          lastSync = activeThenSync(steps[0].node.name, [registered], [gate]);
-          break;
-        }
-        case "control-plane": {
-          const registered = registration(steps[0], after);
-          lastSync = activeThenSync(steps[0].node.name, [registered], [registered]);
-          break;
-        }
-        default: {
-          const unknown: never = group;
-          throw new pulumi.ResourceError(`unknown registration group ${String(unknown)}`, this);
-        }
-      }
-    }
-    // The stack's kubeconfig comes from the sync after every node.
-    const finalSync = lastSync!;
     this.clusterId = clusterV2.clusterV1Id;
     this.kubeconfig = pulumi.secret(finalSync.kubeConfig);
     this.registrationToken = pulumi.secret(token.token);

@@ -5,7 +5,7 @@
  * the reference of the script the step runs there.
  */
 import * as pulumi from "@pulumi/pulumi";
-import type { HostProviderName } from "../host-providers";
+import type { HostProviderName } from "./provider-names";
 import type { DynamicResourceType, SshEndpoint } from "../model";
 import { sshKeyFingerprint } from "./host-material";
 import { providerLoader } from "./provider-stub";

@@ -18,7 +18,7 @@
  * package's tsconfig.json, transpiling only.
  */
 import * as path from "path";
-import { type HostProviderName, PROVIDER_STUB_MARKER } from "../host-providers";
+import { type HostProviderName, PROVIDER_STUB_MARKER } from "./provider-names";
 
 const REGISTRY = path.join(__dirname, "..", "host-providers");
 

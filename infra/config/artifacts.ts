@@ -7,7 +7,7 @@
  * that runs `pulumi up`, so a pull-request check or a preview elsewhere does not need them.
  */
 import type { ArtifactsSource } from "../../components/model/environment";
-import type { JsonSchema } from "./stack-keys";
+import type { JsonSchema } from "./json-schema-fragment";
 import { ConfigReader } from "./reader";
 
 /** The JSON Schema editors check `rke2.artifacts` with. */

@@ -6,7 +6,7 @@
  */
 import type { RegistriesSpec, RegistryMirror, RegistryTls } from "../../components/model";
 import { isIpv4 } from "../../components/model";
-import type { JsonSchema } from "./stack-keys";
+import type { JsonSchema } from "./json-schema-fragment";
 import { ConfigReader } from "./reader";
 
 const TLS_KEYS = {

@@ -22,9 +22,9 @@ import { MANAGEMENT_STACK_KEY } from "./management-stack";
 import { ARTIFACTS_JSON, type ArtifactsInput } from "./artifacts";
 import { REGISTRIES_JSON } from "./registries";
 import { ConfigReader } from "./reader";
+import type { JsonSchema } from "./json-schema-fragment";
 
-/** A JSON Schema (draft-07) fragment. */
-export type JsonSchema = { readonly [keyword: string]: unknown };
+export type { JsonSchema };
 
 /**
  * A value read whole: the JSON Schema of the values the validator accepts there, and how the
