@@ -8,7 +8,7 @@
  * Every decision uses RKE2's effective configuration (effective-config.ts): config.yaml, its
  * drop-ins, `+` keys, token-file and the unit's environment. A managed key counts as unchanged
  * when that configuration says the same thing, or says nothing and RKE2's default for the
- * node's release is the stack's value (rke2-defaults.ts).
+ * node's release is the stack's value (settings.ts).
  *
  * The product keeps writing config.yaml, the file operators of a hand-built estate wrote and
  * read, and never writes a drop-in of its own: one file holds what the product changed, the
@@ -32,7 +32,7 @@
  */
 import * as crypto from "crypto";
 import * as YAML from "yaml";
-import { argFlag, isArgList, MANAGED_RKE2_KEYS } from "./config";
+import { argFlag, isArgList, MANAGED_RKE2_KEYS } from "./settings";
 import {
   ConfigFileText,
   EffectiveConfig,
@@ -41,9 +41,9 @@ import {
   parseRke2File,
   RKE2_CONFIG_PATH,
 } from "./effective-config";
-import { FIXED_ON_RUNNING_CLUSTER, RKE2_DEFAULT_DATA_DIR, rke2DefaultOf } from "./rke2-defaults";
+import { FIXED_ON_RUNNING_CLUSTER, RKE2_DEFAULT_DATA_DIR, rke2DefaultOf } from "./settings";
 
-export { RKE2_DEFAULT_DATA_DIR } from "./rke2-defaults";
+export { RKE2_DEFAULT_DATA_DIR } from "./settings";
 
 /** How state and messages show a managed key the file does not set. */
 export const ABSENT = "(not set)";

@@ -1,46 +1,9 @@
 import * as YAML from "yaml";
 import { ClusterSettings, NodeSpec, Rke2PassThrough } from "../model";
+import { ARG_LIST_FLAGS_MANAGED, argFlag, isArgList, MANAGED_RKE2_KEYS } from "./settings";
 
-/**
- * The config.yaml keys the product renders, each with the stack key (or secret) that sets it.
- * Pass-through settings may not name them: the stack key is the one place to change them.
- * (`*-arg` lists are managed per flag: see ARG_LIST_FLAGS_MANAGED.)
- */
-export const MANAGED_RKE2_KEYS: Readonly<Record<string, string>> = {
-  server:
-    "rke2.registrationAddress (joining servers and agents register at the first server by default)",
-  token: "the rke2Token secret",
-  "token-file": "the rke2Token secret",
-  "agent-token": "the rke2Token secret",
-  "node-name": "nodes[i].name",
-  "node-ip": "nodes[i].ip",
-  cni: "rke2.cni",
-  "tls-san": "rke2.tlsSan",
-  "cluster-cidr": "rke2.clusterCidr",
-  "service-cidr": "rke2.serviceCidr",
-  "cluster-dns": "rke2.serviceCidr (kube-dns at its 10th address)",
-  "cluster-domain": "rke2.clusterDomain",
-  "service-node-port-range": "rke2.nodePortRange",
-  "system-default-registry": "rke2.privateRegistry",
-  "etcd-snapshot-schedule-cron": "rke2.etcdSnapshot.scheduleCron",
-  "etcd-snapshot-retention": "rke2.etcdSnapshot.retention",
-};
-
-/** Flags inside `*-arg` lists the product renders, with the stack key that sets each. */
-export const ARG_LIST_FLAGS_MANAGED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  "kube-proxy-arg": { "proxy-mode": "rke2.kubeProxyMode" },
-  "kubelet-arg": { "cluster-dns": "dns.nodeLocal (kubelet's cluster-dns in IPVS mode)" },
-};
-
-/** The flag of one `*-arg` entry ("max-pods=250" -> "max-pods"). */
-export function argFlag(entry: unknown): string {
-  return String(entry).split("=")[0].replace(/^-+/, "");
-}
-
-/** Whether a config.yaml key is an argument list whose entries are merged by flag. */
-export function isArgList(key: string): boolean {
-  return key.endsWith("-arg");
-}
+// RKE2's settings vocabulary is ./settings.ts; these stay importable from here.
+export { ARG_LIST_FLAGS_MANAGED, argFlag, isArgList, MANAGED_RKE2_KEYS };
 
 const listOf = (value: unknown): unknown[] =>
   value === undefined ? [] : Array.isArray(value) ? value : [value];

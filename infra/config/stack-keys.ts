@@ -38,7 +38,7 @@ export abstract class Setting<T = unknown, I = unknown> {
   abstract read(r: ConfigReader, value: unknown, path: string): T;
 }
 
-/** A value its own reader in ./validate.ts checks (names keyed by host, RKE2 flags, roles). */
+/** A value its section's reader checks (names keyed by host, RKE2 flags, roles). */
 class RawSetting<I> extends Setting<unknown, I> {
   read(_r: ConfigReader, value: unknown): unknown {
     return value;
