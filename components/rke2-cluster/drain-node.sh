@@ -2,9 +2,12 @@
 # Cordons and drains a node before RKE2 restarts on it, or makes it schedulable again once it is
 # back; run on a server of the cluster, with the admin kubeconfig RKE2 writes there and the
 # kubectl it unpacks under its data-dir (as join-gate.sh does). Parameters:
-#   ACTION            drain | uncordon
+#   ACTION            drain | uncordon | release (a node that did not restart: uncordon it only
+#                     when a run before cordoned it for a restart and could not make it
+#                     schedulable again; an API that does not answer is no error there)
 #   NODE_NAME         the Node's name in the cluster (the name RKE2 registered it under)
-#   TIMEOUT_SECONDS   drain: how long the evictions may take; uncordon: how long to wait for Ready
+#   TIMEOUT_SECONDS   drain: how long the evictions may take (rke2.drain.timeoutSeconds);
+#                     uncordon, release: how long to wait for the API and for Ready
 #   POD_SELECTOR      drain: the pods to evict (kubectl drain --pod-selector); empty: all
 #   DATA_DIR          RKE2's data-dir on this server
 # kubectl drain (k8s.io/kubectl@v0.35.4 pkg/drain/drain.go) cordons first, evicts through the
@@ -31,13 +34,25 @@ fail() {
   exit 1
 }
 
-if ! found="$(kube get node "$NODE_NAME" -o name 2>&1)"; then
+# Right after a restart the API may not answer yet (the first server drains itself through its
+# own apiserver): uncordon waits for it as it waits for Ready.
+deadline=$((SECONDS + TIMEOUT_SECONDS))
+until found="$(kube get node "$NODE_NAME" -o name 2>&1)"; do
   if [[ "$found" == *NotFound* ]]; then
     ok "the cluster has no Node $NODE_NAME; nothing to drain or uncordon"
     exit 0
   fi
-  fail "cannot reach the Kubernetes API from $(uname -n) to $ACTION $NODE_NAME: ${found##*$'\n'}. Nothing was changed; re-run once it answers, or set rke2.drain.enabled to false to restart without draining."
-fi
+  if [ "$ACTION" = release ]; then
+    ok "cannot reach the Kubernetes API from $(uname -n) to check whether $NODE_NAME is still cordoned for a restart; the next run checks again"
+    exit 0
+  fi
+  if [ "$ACTION" != uncordon ]; then
+    fail "cannot reach the Kubernetes API from $(uname -n) to drain $NODE_NAME: ${found##*$'\n'}. Nothing was changed; re-run once it answers, or set rke2.drain.enabled to false to restart without draining."
+  fi
+  [ "$SECONDS" -lt "$deadline" ] ||
+    fail "cannot reach the Kubernetes API from $(uname -n) within ${TIMEOUT_SECONDS} s to uncordon $NODE_NAME: ${found##*$'\n'}. It stays cordoned; the next pulumi up uncordons it once the API answers (or run kubectl uncordon $NODE_NAME)."
+  sleep 2
+done
 
 case "$ACTION" in
   drain)
@@ -63,24 +78,24 @@ case "$ACTION" in
     fi
     fail "draining $NODE_NAME did not finish: $why. $NODE_NAME stays cordoned and RKE2 was not restarted there; let them move (or exclude them with rke2.drain.podSelector) and re-run."
     ;;
-  uncordon)
-    deadline=$((SECONDS + TIMEOUT_SECONDS))
-    until [ "$(kube get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; do
-      [ "$SECONDS" -lt "$deadline" ] ||
-        fail "$NODE_NAME is not Ready ${TIMEOUT_SECONDS} s after RKE2 restarted there; it stays cordoned. Run kubectl uncordon $NODE_NAME once it is Ready."
-      sleep 2
-    done
+  uncordon | release)
     if ! kube get node "$NODE_NAME" -o jsonpath='{.metadata.annotations}' | grep -qF "\"$MARK\":\"true\""; then
+      [ "$ACTION" = release ] && exit 0
       if [ "$(kube get node "$NODE_NAME" -o jsonpath='{.spec.unschedulable}')" = true ]; then
         ok "$NODE_NAME was cordoned before it was drained here; it stays cordoned"
       else
         ok "$NODE_NAME is schedulable"
       fi
-    else
-      kube uncordon "$NODE_NAME" >/dev/null || fail "kubectl uncordon $NODE_NAME failed; run it by hand."
-      kube annotate node "$NODE_NAME" "$MARK-" >/dev/null || true
-      changed "uncordoned $NODE_NAME"
+      exit 0
     fi
+    until [ "$(kube get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; do
+      [ "$SECONDS" -lt "$deadline" ] ||
+        fail "$NODE_NAME is not Ready ${TIMEOUT_SECONDS} s after RKE2 restarted there; it stays cordoned. The next pulumi up uncordons it once it is Ready (or run kubectl uncordon $NODE_NAME)."
+      sleep 2
+    done
+    kube uncordon "$NODE_NAME" >/dev/null || fail "kubectl uncordon $NODE_NAME failed; run it by hand."
+    kube annotate node "$NODE_NAME" "$MARK-" >/dev/null || true
+    changed "uncordoned $NODE_NAME"
     ;;
   *) fail "unknown ACTION '$ACTION'" ;;
 esac

@@ -219,15 +219,22 @@ async function stageArtifacts(inputs: NodeStartInputs, facts: NodeFacts, label: 
   };
 }
 
+/**
+ * How long an uncordon waits, after RKE2 restarted on a node, for the Kubernetes API to answer
+ * and the Node to be Ready again (the first server's own apiserver restarts with it).
+ */
+const READY_WAIT_SECONDS = 600;
+
 /** Drains a node before its restart, or uncordons it after, on the cluster's first server. */
 async function drainStep(
   inputs: NodeStartInputs,
-  action: "drain" | "uncordon",
+  action: "drain" | "uncordon" | "release",
   nodeName: string,
   ownDataDir: string,
 ) {
   const drain = inputs.drain!;
   const through = drain.through;
+  const timeoutSeconds = action === "drain" ? drain.timeoutSeconds : READY_WAIT_SECONDS;
   // Labelled with the drained node: its lines read with the rest of its step.
   await runOn(
     through.connection,
@@ -237,11 +244,11 @@ async function drainStep(
     {
       ACTION: action,
       NODE_NAME: nodeName,
-      TIMEOUT_SECONDS: String(drain.timeoutSeconds),
+      TIMEOUT_SECONDS: String(timeoutSeconds),
       POD_SELECTOR: drain.podSelector,
       DATA_DIR: through.node === inputs.node ? ownDataDir : (through.dataDir ?? DEFAULT_DATA_DIR),
     },
-    (drain.timeoutSeconds + 120) * 1000,
+    (timeoutSeconds + 120) * 1000,
     // Agents drain side by side through the same server: one lock per drained node.
     `drain-${inputs.node}`,
   );
@@ -381,9 +388,13 @@ export async function startOnNode(
   for (const reason of decision.reasons) pulumi.log.info(`${label}: ${reason}`);
   const artifacts =
     decision.install && inputs.artifacts ? await stageArtifacts(inputs, facts, label) : {};
-  // A running node is drained before it restarts; the Node is named as RKE2 registered it.
+  // A running node is drained before it restarts; the Node is named as RKE2 registered it. One
+  // that does not restart is made schedulable again if a run before cordoned it for a restart
+  // and stopped before it could uncordon it (drain-node.sh release).
   const drains = inputs.drain !== undefined && facts.active && decision.action === "restart";
   if (drains) await drainStep(inputs, "drain", plan.hostNodeName, plan.dataDir);
+  else if (inputs.drain !== undefined && facts.active)
+    await drainStep(inputs, "release", plan.hostNodeName, plan.dataDir);
   const result = await runOn(
     inputs.connection,
     label,

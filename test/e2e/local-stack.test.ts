@@ -697,13 +697,19 @@ describe("pulumi CLI on the local stack", function () {
     assert.equal(cordoned("sza122022.local"), false);
   });
 
-  it("rke2.drain.podSelector leaves the held pod alone: the re-run drains .21 and .22 (evicting .22's pod), restarts each behind its gate and uncordons both", () => {
+  it("rke2.drain.podSelector leaves the held pod alone: the re-run drains .21 and .22 (evicting .22's pod), restarts each behind its gate and uncordons both; .20, left cordoned for a restart, is made schedulable", () => {
     assert.equal(
       pulumi("config", "set", "--path", "rke2.drain.podSelector", "app!=held").status,
       0,
     );
+    // As a run that stopped after .20's restart, before its uncordon, leaves it.
+    assert.equal(kubectl("cordon", "sza122020.local").status, 0);
+    const mark = "rke2-remediation/cordoned-for-restart=true";
+    assert.equal(kubectl("annotate", "node", "sza122020.local", mark).status, 0);
     const r = pulumi("up", "--yes");
     assert.equal(r.status, 0, r.out);
+    assert.match(r.out, /sza122020\.local: changed: uncordoned sza122020\.local/);
+    assert.equal(cordoned("sza122020.local"), false);
     for (const n of ["21", "22"]) {
       const drained = at(r.out, n, `changed: drained sza1220${n}\\.local`);
       const restarted = at(r.out, n, "changed: restarted rke2-server\\.service");
