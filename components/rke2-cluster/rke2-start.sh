@@ -82,8 +82,11 @@ if [ "$INSTALL" = "yes" ]; then
   before="$(installed_version)"
   # rancher/rke2@v1.35.7+rke2r1:install.sh: with INSTALL_RKE2_ARTIFACT_PATH it reads the tarball,
   # sha256sum-<arch>.txt and the images archive from that directory and downloads nothing.
+  # Its images go to INSTALL_RKE2_AGENT_IMAGES_DIR, /var/lib/rancher/rke2/agent/images unless set,
+  # whatever the data-dir; RKE2 loads them from <data-dir>/agent/images
+  # (rancher/rke2@v1.35.7+rke2r1:pkg/bootstrap/bootstrap.go imagesDir), so it is set to that.
   if [ -n "${ARTIFACTS_DIR:-}" ]; then
-    INSTALL_COMMAND="INSTALL_RKE2_ARTIFACT_PATH=$(printf '%q' "$ARTIFACTS_DIR") bash $(printf '%q' "$ARTIFACTS_DIR/install.sh")"
+    INSTALL_COMMAND="INSTALL_RKE2_ARTIFACT_PATH=$(printf '%q' "$ARTIFACTS_DIR") INSTALL_RKE2_AGENT_IMAGES_DIR=$(printf '%q' "$DATA_DIR/agent/images") bash $(printf '%q' "$ARTIFACTS_DIR/install.sh")"
   fi
   if ! INSTALL_RKE2_VERSION="$VERSION" INSTALL_RKE2_TYPE="$ROLE" bash -o pipefail -c "$INSTALL_COMMAND" >&2; then
     fail "installing RKE2 $VERSION failed (see the installer's lines above); RKE2 ${before:-was not installed} and was not restarted"

@@ -201,6 +201,9 @@ describe("installing RKE2 from its release artifacts (lab node .31)", function (
 });
 
 const UPGRADE = "v1.36.3+rke2r1";
+// Under /var/lib: each lab node has its own (test/real/lab.ts nodeFile).
+const DATA_DIR = "/var/lib/rke2-ops-data";
+const DATA_DIR_DROP_IN = "/etc/rancher/rke2/config.yaml.d/40-data-dir.yaml";
 const MIRROR = `https://${NODE.ip}:8443`;
 const ALLOW_MIRROR = ["INPUT", "-p", "tcp", "--dport", "8443", "-j", "ACCEPT"];
 
@@ -224,7 +227,7 @@ function mirrorCertificates(dir: string) {
   };
 }
 
-describe("installing RKE2 from an internal HTTPS mirror (lab node .31, upgraded)", function () {
+describe("installing RKE2 from an internal HTTPS mirror (lab node .31, its data-dir in a drop-in, upgraded)", function () {
   this.timeout(180000);
   let root: string;
   let ca: string;
@@ -235,12 +238,18 @@ describe("installing RKE2 from an internal HTTPS mirror (lab node .31, upgraded)
   const tarballPath = `/${UPGRADE.replace("+", "%2B")}/${TARBALL}`;
 
   before(async () => {
-    // .31 runs the path release after the cases above, or is made to.
-    const running = await runScript(nodeConnection(NODE.octet), "/usr/local/bin/rke2 --version");
-    if (running.exitCode !== 0 || !running.stdout.includes(VERSION)) {
-      const staged = await startOnNode("create", inputs(releaseDir(VERSION)));
-      assert.equal(staged.installedVersion, VERSION);
-    }
+    // .31 as its operators built it: RKE2's data-dir moved by a drop-in, the path release
+    // installed there (the images under that data-dir, where RKE2 loads them).
+    await runScript(nodeConnection(NODE.octet), "systemctl stop rke2-server.service || true");
+    assert.equal(lab("reset-node", String(NODE.octet)).status, 0);
+    fs.mkdirSync(path.dirname(nodeFile(NODE.octet, DATA_DIR_DROP_IN)), { recursive: true });
+    fs.writeFileSync(nodeFile(NODE.octet, "/etc/rancher/rke2/config.yaml"), configText());
+    fs.writeFileSync(nodeFile(NODE.octet, DATA_DIR_DROP_IN), `data-dir: ${DATA_DIR}\n`);
+    const first = releaseDir(VERSION);
+    const staged = await startOnNode("create", inputs(first));
+    fs.rmSync(first, { recursive: true, force: true });
+    assert.equal(staged.installedVersion, VERSION);
+    assert.equal(staged.dataDir, DATA_DIR);
     root = fs.mkdtempSync(path.join(os.tmpdir(), "rke2-mirror-"));
     const release = releaseDir(UPGRADE);
     fs.renameSync(path.join(release, "install.sh"), path.join(root, "install.sh"));
@@ -321,7 +330,7 @@ describe("installing RKE2 from an internal HTTPS mirror (lab node .31, upgraded)
     await stillRunsPathRelease();
   });
 
-  it("upgrades from the mirror with its CA: the checksum file, install.sh, tarball and images fetched once each, checked, copied and installed", async () => {
+  it("upgrades from the mirror with its CA: the checksum file, install.sh, tarball and images fetched once each, checked, copied and installed, the images under the data-dir a drop-in sets", async () => {
     requests.length = 0;
     const state = await startOnNode("update", inputs({ url: MIRROR, caFile: ca }, UPGRADE));
     assert.equal(state.installedVersion, UPGRADE);
@@ -334,10 +343,12 @@ describe("installing RKE2 from an internal HTTPS mirror (lab node .31, upgraded)
     );
     const version = await runScript(nodeConnection(NODE.octet), "/usr/local/bin/rke2 --version");
     assert.match(version.stdout, new RegExp(`^rke2 version ${UPGRADE.replace("+", "\\+")} `));
+    // Under the data-dir the drop-in sets, not install.sh's default.
     assert.equal(
-      sha256(nodeFile(NODE.octet, `/var/lib/rancher/rke2/agent/images/${IMAGES}`)),
+      sha256(nodeFile(NODE.octet, `${DATA_DIR}/agent/images/${IMAGES}`)),
       sha256(path.join(root, UPGRADE, IMAGES)),
     );
+    assert.ok(!fs.existsSync(nodeFile(NODE.octet, `/var/lib/rancher/rke2/agent/images/${IMAGES}`)));
     const dir = `/${UPGRADE.replace("+", "%2B")}`;
     assert.deepEqual(requests, [
       `GET ${dir}/sha256sum-amd64.txt 200`,

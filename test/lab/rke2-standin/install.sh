@@ -15,7 +15,7 @@
 # rke2.linux-amd64.tar.gz and the images archive (rke2-images.linux-amd64.tar.zst, else .tar.gz);
 # an images archive the file does not name is not installed; a hash that differs stops it with
 # "[ERROR]  download sha256 does not match <expected>, got <actual>" (exit 1) before the tarball
-# is unpacked; the archive goes to /var/lib/rancher/rke2/agent/images (zst as it is, gz
+# is unpacked; the archive goes to INSTALL_RKE2_AGENT_IMAGES_DIR, default /var/lib/rancher/rke2/agent/images (zst as it is, gz
 # decompressed to .tar), with every rke2-images-*.linux-amd64* beside it copied unchecked; the
 # tarball is unpacked into /usr/local, and INSTALL_RKE2_VERSION is not read: the release is the
 # tarball's. The lab's tarballs hold bin/rke2 only (the version stand-in above), so nothing lands
@@ -55,13 +55,15 @@ if [ -n "${INSTALL_RKE2_ARTIFACT_PATH:-}" ]; then
     echo "[INFO]  verifying airgap tarball"
     actual="$(sha256sum "$images" | awk '{print $1}')"
     [ "$images_expected" = "$actual" ] || fatal "download sha256 does not match $images_expected, got $actual"
-    mkdir -p /var/lib/rancher/rke2/agent/images
+    # INSTALL_RKE2_AGENT_IMAGES_DIR, default /var/lib/rancher/rke2/agent/images (install.sh).
+    dest="${INSTALL_RKE2_AGENT_IMAGES_DIR:-/var/lib/rancher/rke2/agent/images}"
+    mkdir -p "$dest"
     case "$images" in
-      *.zst) cp -f "$images" "/var/lib/rancher/rke2/agent/images/rke2-images.$suffix.tar.zst" ;;
-      *) gzip -dc "$images" >"/var/lib/rancher/rke2/agent/images/rke2-images.$suffix.tar" ;;
+      *.zst) cp -f "$images" "$dest/rke2-images.$suffix.tar.zst" ;;
+      *) gzip -dc "$images" >"$dest/rke2-images.$suffix.tar" ;;
     esac
     for extra in "$artifacts"/rke2-images-*."$suffix"*; do
-      if [ -f "$extra" ]; then cp "$extra" /var/lib/rancher/rke2/agent/images; fi
+      if [ -f "$extra" ]; then cp "$extra" "$dest"; fi
     done
   fi
   echo "[INFO]  verifying tarball"
