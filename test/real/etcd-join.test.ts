@@ -731,4 +731,115 @@ describe("RKE2 join against real etcd", function () {
       );
     });
   });
+
+  describe("rke2.drain on a server built by hand, its node name and an operators' key in a drop-in", () => {
+    const DROP_IN = "/etc/rancher/rke2/config.yaml.d/60-ops.yaml";
+    const DROP_IN_TEXT = `# the operators' settings\nnode-name: ${B.name}\nnode-label+:\n  - ops=hand\n`;
+    const POD = "/etc/rancher/rke2/drain-pod.yaml";
+    const read = (file: string) => fs.readFileSync(nodeFile(B.octet, file), "utf8");
+    // What the stack asks: every managed key in one text, node-name included.
+    const wanted = (extra = "") =>
+      `server: https://${A.ip}:9345\ntoken: ${CLUSTER_TOKEN}\nnode-name: ${B.name}\nnode-ip: ${B.ip}\n${extra}`;
+    const withDrain = (config: string): NodeStartInputs => ({
+      ...stepInputs(B, config, { joinsThrough: A }),
+      drain: {
+        script: componentFile(RKE2, "drain-node.sh"),
+        timeoutSeconds: 60,
+        podSelector: "",
+        through: { node: A.name, connection: pinnedEndpoint(nodeConnection(A.octet)) },
+      },
+    });
+    const unschedulable = () =>
+      kubectlOn(A, "get", "node", B.name, "-o", "jsonpath={.spec.unschedulable}");
+    const envFile = (node: typeof A) => nodeFile(node.octet, "/etc/rke2-standin.env");
+    const savedEnv = new Map<number, string>();
+    let configBefore: string;
+    before(async function () {
+      this.timeout(300000);
+      // Both run RKE2's stand-in as management servers do: the real kube-apiserver and the Nodes.
+      for (const node of [A, B]) {
+        await stopRke2(node);
+        fs.rmSync(path.dirname(dbOf(node)), { recursive: true, force: true });
+        fs.rmSync(nodeFile(node.octet, "/etc/rancher/rke2"), { recursive: true, force: true });
+        savedEnv.set(node.octet, fs.readFileSync(envFile(node), "utf8"));
+        fs.appendFileSync(
+          envFile(node),
+          `STANDIN_KUBE_DIR=${path.join(LAB_DIR, "kube")}\nSTANDIN_ETCD_MANAGE_SECONDS=3\n`,
+        );
+      }
+      const first = await startOnNode("create", stepInputs(A, writeConfig(A), { peers: [B] }));
+      assert.equal(first.active, true);
+      await until(
+        "the apiserver of .30",
+        () => kubectlOn(A, "get", "--raw", "/readyz") === "ok",
+        180000,
+      );
+      // .31 built by hand: config.yaml without node-name, which a drop-in sets beside a '+' key,
+      // and RKE2 started by its operators.
+      const config = nodeFile(B.octet, "/etc/rancher/rke2/config.yaml");
+      fs.mkdirSync(path.dirname(nodeFile(B.octet, DROP_IN)), { recursive: true });
+      fs.writeFileSync(
+        config,
+        `server: https://${A.ip}:9345\ntoken: ${CLUSTER_TOKEN}\nnode-ip: ${B.ip}\n`,
+      );
+      fs.writeFileSync(nodeFile(B.octet, DROP_IN), DROP_IN_TEXT);
+      configBefore = fs.readFileSync(config, "utf8");
+      const started = await runScript(
+        nodeConnection(B.octet),
+        `INSTALL_RKE2_VERSION=v1.35.7+rke2r1 INSTALL_RKE2_TYPE=server ${INSTALL} && systemctl enable --now rke2-server.service`,
+      );
+      assert.equal(started.exitCode, 0, started.stderr);
+      await until("the Node of .31, a voter", () => etcdIsVoter(A, B) === "True", 180000);
+      // A pod a ReplicaSet would own, bound to .31 as the scheduler binds it, after the
+      // namespace's ServiceAccount (the lab runs no controller that makes it).
+      fs.writeFileSync(
+        nodeFile(A.octet, POD),
+        `apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: default\n  namespace: default\n---\n` +
+          `apiVersion: v1\nkind: Pod\nmetadata:\n  name: on-b\n  namespace: default\n` +
+          `  ownerReferences:\n  - {apiVersion: apps/v1, kind: ReplicaSet, name: on-b, uid: ${crypto.randomUUID()}, controller: true}\n` +
+          `spec:\n  nodeName: ${B.name}\n  automountServiceAccountToken: false\n  containers:\n  - {name: main, image: registry.invalid/app:1}\n`,
+      );
+    });
+
+    after(async () => {
+      for (const node of [A, B]) {
+        await stopRke2(node);
+        fs.rmSync(path.dirname(dbOf(node)), { recursive: true, force: true });
+        const saved = savedEnv.get(node.octet);
+        if (saved !== undefined) fs.writeFileSync(envFile(node), saved);
+      }
+    });
+
+    it("adopting it restarts nothing and drains nothing: no restart, no file written or moved, the Node schedulable", async () => {
+      const restarts = unitState(B.octet, "rke2-server.service").history.length;
+      // Its first step adopts it, as the first pulumi up of an estate built by hand does.
+      const state = await startOnNode("create", withDrain(wanted()));
+      assert.deepEqual(state.lastChanges, []);
+      assert.equal(unitState(B.octet, "rke2-server.service").history.length, restarts);
+      assert.equal(read("/etc/rancher/rke2/config.yaml"), configBefore);
+      assert.equal(read(DROP_IN), DROP_IN_TEXT);
+      assert.equal(unschedulable(), "");
+    });
+
+    it("a managed key that changes drains the Node under the name its drop-in gives (its pod evicted), restarts once and uncordons it; the drop-in stays as it was", async () => {
+      assert.notEqual(kubectlOn(A, "apply", "-f", POD), "");
+      await until("the pod on .31", () => kubectlOn(A, "get", "pod", "on-b", "-o", "name") !== "");
+      const restarts = unitState(B.octet, "rke2-server.service").history.length;
+      const state = await startOnNode("update", withDrain(wanted("etcd-snapshot-retention: 7\n")));
+      assert.equal(unitState(B.octet, "rke2-server.service").history.length, restarts + 1);
+      assert.equal(kubectlOn(A, "get", "pod", "on-b", "-o", "name"), "", "the pod was not evicted");
+      assert.equal(unschedulable(), "");
+      assert.equal(
+        kubectlOn(A, "get", "node", B.name, "-o", "jsonpath={.metadata.annotations}").includes(
+          "rke2-remediation/cordoned-for-restart",
+        ),
+        false,
+      );
+      assert.equal(read(DROP_IN), DROP_IN_TEXT);
+      const written = YAML.parse(read("/etc/rancher/rke2/config.yaml"));
+      assert.equal(written["etcd-snapshot-retention"], 7);
+      assert.equal(written["node-name"], undefined, "node-name moved out of the drop-in");
+      assert.equal(state.hostNodeName, B.name);
+    });
+  });
 });
