@@ -671,33 +671,35 @@ describe("pulumi CLI on the local stack", function () {
     }
   });
 
-  it("with rke2.drain, preview names the servers it drains, and a PodDisruptionBudget stops the rollout at .21: the pod named, .21 cordoned and not restarted, .20 drained, restarted and uncordoned", () => {
+  it(`with rke2.drain, the upgrade to ${UPGRADE_TO} is stopped at .21 by a PodDisruptionBudget: preview names the drains, the pod is named, .21 stays cordoned and not restarted, .20 is drained, upgraded and uncordoned`, () => {
     drainWorkloads();
     for (const [key, value] of [
       ["rke2.drain.enabled", "true"],
-      ["rke2.drain.timeoutSeconds", "12"],
-      ["rke2.etcdSnapshot.scheduleCron", "0 */4 * * *"],
+      ["rke2.drain.timeoutSeconds", "10"],
+      ["rke2.version", UPGRADE_TO],
     ])
       assert.equal(pulumi("config", "set", "--path", key, value).status, 0);
-    previewSaysDrained('managedKeys\\["etcd-snapshot-schedule-cron"\\]');
+    previewSaysDrained("version");
     const before = history();
     const r = pulumi("up", "--yes");
     assert.notEqual(r.status, 0, r.out);
     assert.match(
       r.out,
-      /draining sza122021\.local did not finish: these pods were not evicted within 12 s: drain-test\/held \(a PodDisruptionBudget refuses, or they did not end\)\. sza122021\.local stays cordoned and RKE2 was not restarted there/,
+      /draining sza122021\.local did not finish: these pods were not evicted within 10 s: drain-test\/held \(a PodDisruptionBudget refuses, or they did not end\)\. sza122021\.local stays cordoned and RKE2 was not restarted there/,
     );
     const after = history();
     assert.ok(after[0] > before[0], ".20 was not restarted");
     assert.deepEqual(after.slice(1), before.slice(1), ".21 or .22 restarted");
-    assert.match(r.out, /sza122020\.local: changed: drained sza122020\.local/);
-    assert.match(r.out, /sza122020\.local: changed: uncordoned sza122020\.local/);
+    const drained = at(r.out, "20", "changed: drained sza122020\\.local");
+    const installed = at(r.out, "20", `changed: installed RKE2 ${UPGRADE_TO.replace("+", "\\+")}`);
+    const uncordoned = at(r.out, "20", "changed: uncordoned sza122020\\.local");
+    assert.ok(drained >= 0 && drained < installed && installed < uncordoned, r.out);
     assert.equal(cordoned("sza122020.local"), false);
     assert.equal(cordoned("sza122021.local"), true);
     assert.equal(cordoned("sza122022.local"), false);
   });
 
-  it("rke2.drain.podSelector leaves the held pod alone: the re-run drains .21 and .22 (evicting .22's pod), restarts each behind its gate and uncordons both; .20, left cordoned for a restart, is made schedulable", () => {
+  it(`rke2.drain.podSelector leaves the held pod alone: the re-run upgrades .21 then .22 to ${UPGRADE_TO}, each drained (.22's pod evicted), restarted behind its gate and uncordoned; .20, left cordoned for a restart, is made schedulable`, () => {
     assert.equal(
       pulumi("config", "set", "--path", "rke2.drain.podSelector", "app!=held").status,
       0,
@@ -717,34 +719,19 @@ describe("pulumi CLI on the local stack", function () {
       assert.ok(drained >= 0 && drained < restarted && restarted < uncordoned, r.out);
       assert.equal(cordoned(`sza1220${n}.local`), false);
     }
-    assert.equal(kubectl("-n", "drain-test", "get", "pod", "held").status, 0);
-    assert.match(kubectl("-n", "drain-test", "get", "pod", "movable").stderr, /NotFound/);
-    assert.equal(pulumi("preview", "--expect-no-changes").status, 0);
-  });
-
-  it(`a version change upgrades the servers one at a time to ${UPGRADE_TO}, each drained and uncordoned`, () => {
-    assert.equal(pulumi("config", "set", "--path", "rke2.version", UPGRADE_TO).status, 0);
-    // With the drain settings unchanged, preview still says each server is drained first.
-    previewSaysDrained("version");
-    const r = pulumi("up", "--yes");
-    assert.equal(r.status, 0, r.out);
-    assertRolling(r.out);
-    for (const n of servers) {
-      assert.match(r.out, new RegExp(`sza1220${n}\\.local: changed: drained sza1220${n}\\.local`));
-      assert.equal(cordoned(`sza1220${n}.local`), false);
-    }
-    for (const n of servers) {
-      assert.match(
-        r.out,
-        new RegExp(
-          `sza1220${n}\\.local: changed: installed RKE2 ${UPGRADE_TO.replace("+", "\\+")}`,
-        ),
-      );
+    // One at a time: .22 restarts only once .21's gate passed.
+    const joined21 = at(r.out, "21", "ok: sza122021\\.local joined");
+    assert.ok(
+      joined21 >= 0 && at(r.out, "22", "changed: restarted rke2-server\\.service") > joined21,
+      r.out,
+    );
+    for (const n of servers)
       assert.match(
         fs.readFileSync(nodeFile(Number(n), "/usr/local/bin/rke2"), "utf8"),
         new RegExp(UPGRADE_TO.replace("+", "\\+")),
       );
-    }
+    assert.equal(kubectl("-n", "drain-test", "get", "pod", "held").status, 0);
+    assert.match(kubectl("-n", "drain-test", "get", "pod", "movable").stderr, /NotFound/);
     assert.equal(pulumi("preview", "--refresh", "--expect-no-changes").status, 0);
     // The later cases restart servers with the first one down: they run without draining, and
     // turning it off changes no host.
