@@ -1,4 +1,5 @@
 import type { NodeFacts } from "../../components/rke2-cluster/start-plan";
+import type { NodeStartInputs, NodeStartState } from "../../components/rke2-cluster/provider";
 /**
  * Changes to the one compliant fixture every unit test starts from, the seeds' whole estate in
  * one stack (test/support/lab-stack.ts `estateRawConfig`). Cases change one field of a deep copy.
@@ -102,3 +103,42 @@ export const RUNNING_SERVER_FACTS: NodeFacts = {
   etcdName: "sza122021.local-4e5f6a7b",
   ownMembers: { error: "not read" },
 };
+
+/** A server's node-step inputs as the component builds them for 192.168.122.<octet>. */
+export function nodeStartInputs(
+  name: string,
+  octet: number,
+  more: Partial<NodeStartInputs> = {},
+): NodeStartInputs {
+  const ip = `192.168.122.${octet}`;
+  return {
+    node: name,
+    nodeIp: ip,
+    role: "server",
+    connection: { host: ip, port: 22, user: "root", hostKey: "ssh-ed25519 AAAA" },
+    sshKeyFingerprint: "SHA256:test",
+    script: "start",
+    factsScript: "facts",
+    membersScript: "members",
+    version: "v1.35.7+rke2r1",
+    installCommand: "install",
+    config: "token: t1\n",
+    managedKeys: {},
+    ...more,
+  };
+}
+
+/** The state refresh records for those inputs when the host is as the stack wants it. */
+export function foundNodeState(inputs: NodeStartInputs): NodeStartState {
+  return {
+    ...inputs,
+    installedVersion: inputs.version,
+    active: true,
+    membership: "voter",
+    restartPending: "",
+    hostNodeName: inputs.node,
+    dataDir: "/var/lib/rancher/rke2",
+    startedAt: "t0",
+    lastChanges: [],
+  };
+}

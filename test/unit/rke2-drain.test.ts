@@ -6,43 +6,20 @@ import {
   NodeStartState,
 } from "../../components/rke2-cluster/provider";
 import { validateEnvironment } from "../../infra/config/validate";
-import { estateWith, problemsOf, stackKey } from "./fixtures";
+import { estateWith, foundNodeState, nodeStartInputs, problemsOf, stackKey } from "./fixtures";
 
 const HOST = "sza122021.local";
-const INPUTS: NodeStartInputs = {
-  node: HOST,
-  nodeIp: "192.168.122.21",
-  role: "server",
-  connection: { host: "192.168.122.21", port: 22, user: "root", hostKey: "ssh-ed25519 AAAA" },
-  sshKeyFingerprint: "SHA256:test",
-  script: "start",
-  factsScript: "facts",
-  membersScript: "members",
-  version: "v1.35.7+rke2r1",
-  installCommand: "install",
-  config: "token: t1\n",
+const FIRST = nodeStartInputs("sza122020.local", 20);
+const INPUTS = nodeStartInputs(HOST, 21, {
   managedKeys: { "etcd-snapshot-retention": "5" },
   drain: {
     script: "drain",
     timeoutSeconds: 300,
     podSelector: "",
-    through: {
-      node: "sza122020.local",
-      connection: { host: "192.168.122.20", port: 22, user: "root", hostKey: "ssh-ed25519 AAAA" },
-    },
+    through: { node: FIRST.node, connection: FIRST.connection },
   },
-};
-const FOUND: NodeStartState = {
-  ...INPUTS,
-  installedVersion: "v1.35.7+rke2r1",
-  active: true,
-  membership: "voter",
-  restartPending: "",
-  hostNodeName: HOST,
-  dataDir: "/var/lib/rancher/rke2",
-  startedAt: "t0",
-  lastChanges: [],
-};
+});
+const FOUND = foundNodeState(INPUTS);
 
 describe("rke2.drain in the node step's diff (what preview says)", () => {
   const notice = (olds: NodeStartState, news: NodeStartInputs) =>

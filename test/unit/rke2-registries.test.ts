@@ -1,6 +1,6 @@
 import * as assert from "assert/strict";
 import * as YAML from "yaml";
-import { RUNNING_SERVER_FACTS } from "./fixtures";
+import { foundNodeState, nodeStartInputs, RUNNING_SERVER_FACTS } from "./fixtures";
 import { nodeStartChanges } from "../../components/rke2-cluster/provider";
 import {
   OTHER_SECRET,
@@ -265,33 +265,11 @@ describe("registries.yaml in the node step", () => {
   });
 
   it("runs again when an entry differs on the host or the stack's credentials change", () => {
-    const inputs = {
-      node: HOST,
-      nodeIp: "192.168.122.20",
-      role: "server" as const,
-      connection: { host: "192.168.122.20", port: 22, user: "root", hostKey: "ssh-ed25519 AAAA" },
-      sshKeyFingerprint: "SHA256:test",
-      script: "start",
-      factsScript: "facts",
-      membersScript: "members",
-      version: "v1.35.7+rke2r1",
-      installCommand: "install",
-      config: "token: t1\n",
-      managedKeys: {},
+    const inputs = nodeStartInputs(HOST, 20, {
       registries: JSON.stringify(WANTED),
       managedRegistries: { [MIRROR]: "m", [CONFIG]: "c" },
-    };
-    const found = {
-      ...inputs,
-      installedVersion: "v1.35.7+rke2r1",
-      active: true,
-      membership: "voter",
-      restartPending: "",
-      hostNodeName: HOST,
-      dataDir: "/var/lib/rancher/rke2",
-      startedAt: "t0",
-      lastChanges: [],
-    };
+    });
+    const found = foundNodeState(inputs);
     assert.deepEqual(nodeStartChanges(found, inputs), []);
     assert.deepEqual(
       nodeStartChanges(

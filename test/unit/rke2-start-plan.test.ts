@@ -1,4 +1,4 @@
-import { RUNNING_SERVER_FACTS } from "./fixtures";
+import { foundNodeState, nodeStartInputs, RUNNING_SERVER_FACTS } from "./fixtures";
 import * as assert from "assert/strict";
 import { parseMemberList } from "../../components/rke2-cluster/etcd-members";
 import { nodeStartChanges } from "../../components/rke2-cluster/provider";
@@ -455,32 +455,12 @@ describe("node facts as rke2-facts.sh reports them", () => {
 
 describe("what makes a node step run again (diff after refresh or a stack change)", () => {
   const managed = { cni: "calico", "etcd-snapshot-retention": "5" };
-  const inputs = {
-    node: "sza122021.local",
-    nodeIp: "192.168.122.21",
-    role: "server" as const,
-    connection: { host: "192.168.122.21", port: 22, user: "root", hostKey: "ssh-ed25519 AAAA" },
-    sshKeyFingerprint: "SHA256:test",
-    script: "start",
-    factsScript: "facts",
-    membersScript: "members",
-    version: "v1.35.7+rke2r1",
-    installCommand: "install",
+  const inputs = nodeStartInputs("sza122021.local", 21, {
     config: "token: t1\ncni: calico\netcd-snapshot-retention: 5\n",
     managedKeys: managed,
-  };
+  });
   /** The state as refresh found it when all is well. */
-  const found = {
-    ...inputs,
-    installedVersion: "v1.35.7+rke2r1",
-    active: true,
-    membership: "voter",
-    restartPending: "",
-    hostNodeName: "sza122021.local",
-    dataDir: "/var/lib/rancher/rke2",
-    startedAt: "t0",
-    lastChanges: [],
-  };
+  const found = foundNodeState(inputs);
 
   it("sees no change when the node is as the stack says", () => {
     assert.deepEqual(nodeStartChanges(found, inputs), []);
