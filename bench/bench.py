@@ -669,9 +669,16 @@ def joingate_rows(rows):
 # --- history ------------------------------------------------------------------------------------
 
 FLOOR_MODES = {
-    "ts": ("TypeScript (typescript: true, as the product runs)", "a component and a do-nothing dynamic resource per node"),
-    "js": ("plain JavaScript", "a component and a do-nothing dynamic resource per node"),
-    "ts-bare": ("TypeScript", "the do-nothing dynamic resource alone, one resource per node"),
+    "ts": (
+        "TypeScript (typescript: true, as the product runs)",
+        "the converge stack's resources: a do-nothing dynamic resource per node under one component, "
+        "and the three servers' ports preflights from 3 nodes on",
+    ),
+    "js": ("plain JavaScript", "the converge stack's resources, as for TypeScript"),
+    "ts-per-node": (
+        "TypeScript",
+        "the layout before NodePreparations: a component per node around its do-nothing dynamic resource",
+    ),
 }
 FLOOR_OPS = {"up": "pulumi up from an empty state", "drift": "pulumi preview --refresh --expect-no-changes"}
 

@@ -1,17 +1,20 @@
-// The floor of Pulumi's own cost per node: a program shaped like the product's node preparation
-// (per node, one component resource with one dynamic resource under it, its provider named by a
-// short `__provider` module text as components/ssh/provider-stub.ts writes it) whose provider
-// does nothing: no SSH, no host, no script. Whatever CPU it takes per added node is the work of
-// the Pulumi CLI, its Node.js runtime, gRPC and the checkpoint, which the product cannot cut
-// without declaring fewer resources. `bash bench/run floor` runs it; its config key `nodes` sets
-// the count.
+// The floor of Pulumi's own cost per node: a program shaped like the converge stack (one
+// component holding one dynamic resource per node, its provider named by a short `__provider`
+// module text as components/ssh/provider-stub.ts writes it; and, as the converge stack checks the
+// ports between its three servers once it has them, a component with one dynamic resource on
+// each of three servers from 3 nodes on) whose provider does nothing: no SSH, no host, no script.
+// Whatever CPU it takes per added node is the work of the Pulumi CLI, its Node.js runtime, gRPC
+// and the checkpoint, which the product cannot cut without declaring fewer resources.
+// `bash bench/run floor` runs it; its config key `nodes` sets the count, `shape` the layout.
 "use strict";
 const pulumi = require("@pulumi/pulumi");
 
 const config = new pulumi.Config();
 const nodes = config.requireNumber("nodes");
-// `bare: true` leaves the component out: one resource per node instead of two.
-const bare = config.getBoolean("bare") ?? false;
+// product: as above. per-node: the layout before NodePreparations, a component per node around
+// its step (two resources per node). bare: the steps alone.
+const shape = config.get("shape") ?? "product";
+if (!["product", "per-node", "bare"].includes(shape)) throw new Error(`unknown shape ${shape}`);
 
 // A module text the dynamic-provider process loads and calls `handler()` on
 // (pulumi/pulumi@v3.276.0 sdk/nodejs/cmd/dynamic-provider/index.ts `getProvider`).
@@ -30,10 +33,12 @@ class NoopStep extends pulumi.CustomResource {
   }
 }
 
-class NoopNode extends pulumi.ComponentResource {
-  constructor(name, index, opts) {
-    super("rke2remediation:bench:FloorNode", name, {}, opts);
-    this.ready = noopStep(name, index, this);
+class NoopGroup extends pulumi.ComponentResource {
+  constructor(name, indexes, opts) {
+    super("rke2remediation:bench:FloorGroup", name, {}, opts);
+    this.ready = pulumi
+      .all(indexes.map((i) => noopStep(`${name}-${i}`, i, this)))
+      .apply((r) => r.every(Boolean));
     this.registerOutputs({ ready: this.ready });
   }
 }
@@ -65,8 +70,17 @@ function noopStep(name, index, parent) {
   return step.id.apply((id) => id !== "");
 }
 
+const indexes = [...Array(nodes).keys()];
 const all = [];
-for (let i = 0; i < nodes; i++) {
-  all.push(bare ? noopStep(`floor-${i}`, i, undefined) : new NoopNode(`floor-${i}`, i).ready);
+if (shape === "product") all.push(new NoopGroup("floor", indexes).ready);
+for (const i of shape === "product" ? [] : indexes) {
+  all.push(
+    shape === "bare"
+      ? noopStep(`floor-${i}`, i, undefined)
+      : new NoopGroup(`floor-${i}`, [i]).ready,
+  );
+}
+if (shape === "product" && nodes >= 3) {
+  for (const i of [0, 1, 2]) all.push(new NoopGroup(`ports-${i}`, [i]).ready);
 }
 module.exports.ready = pulumi.all(all).apply((r) => r.every(Boolean));

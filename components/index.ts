@@ -12,9 +12,10 @@ export {
   renderDnsHostXml,
 } from "./libvirt-dns";
 export {
-  NodePreparation,
+  NodePreparations,
+  type NodePreparationsArgs,
   type NodePreparationArgs,
-  nodesRequiringReboot,
+  type PreparedNode,
   NodePortsPreflight,
   ServerPortsPreflight,
   renderUnmanagedDevicesConfig,

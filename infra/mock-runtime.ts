@@ -17,6 +17,8 @@ interface RegisterRequest {
   getIgnorechangesList(): string[];
   getAdditionalsecretoutputsList(): string[];
   getProvider(): string;
+  /** Structured aliases (pulumi/pulumi@v3.276.0 proto/pulumi/alias.proto): a URN or a spec. */
+  getAliasesList(): { getSpec(): { getParenturn(): string } | undefined }[];
 }
 
 interface Monitor {
@@ -114,6 +116,10 @@ export async function recordProgram(
           ignoreChanges: req.getIgnorechangesList(),
           additionalSecretOutputs: req.getAdditionalsecretoutputsList(),
           provider: req.getProvider(),
+          aliasParents: req
+            .getAliasesList()
+            .map((a) => a.getSpec()?.getParenturn() ?? "")
+            .filter(Boolean),
         });
       }
       callback(err, resp);

@@ -15,8 +15,8 @@ import { DnsHostRecord, LibvirtDnsRecords } from "../components/libvirt-dns";
 import {
   knownProfile,
   NodePortsPreflight,
-  NodePreparation,
-  nodesRequiringReboot,
+  NodePreparations,
+  PreparedNode,
   profileSettingOf,
   runsRke2Server,
   ServerPortsPreflight,
@@ -124,10 +124,7 @@ export function deployEnvironment(
     preparedNodes: Object.fromEntries(
       [...prepared.byNode].map(([node, preparation]) => [node, preparation.firewallReady]),
     ),
-    nodesRequiringReboot:
-      prepared.byNode.size > 0
-        ? nodesRequiringReboot([...prepared.byNode.values()])
-        : pulumi.output([]),
+    nodesRequiringReboot: prepared.nodesRequiringReboot,
     ...(management.cluster ? { managementCluster: management.cluster } : {}),
     nodesPendingRestart: management.nodesPendingRestart,
     ...downstream,
@@ -211,7 +208,9 @@ function declareLibvirtDnsRecords(
 /** What step 2 leaves for the later steps; empty when the stack does not prepare nodes. */
 interface PreparedNodes {
   /** Each node's preparation, by node name, in the stack's node order. */
-  readonly byNode: ReadonlyMap<string, NodePreparation>;
+  readonly byNode: ReadonlyMap<string, PreparedNode>;
+  /** The prepared nodes whose last apply asks for a reboot. */
+  readonly nodesRequiringReboot: pulumi.Output<string[]>;
   /**
    * The ports preflights the management cluster's RKE2 waits for: each server's towards the
    * other servers (none with a single server), or with firewalld kept every node's.
@@ -228,7 +227,7 @@ interface PreparedNodes {
 function preparationOf(prepared: PreparedNodes, node: string): pulumi.Resource[] {
   const preparation = prepared.byNode.get(node);
   const preflight = prepared.nodePreflights.get(node);
-  return [...(preparation ? [preparation] : []), ...(preflight ? [preflight] : [])];
+  return [...(preparation ? [preparation.step] : []), ...(preflight ? [preflight] : [])];
 }
 
 /** Step 2: every node's preparation, then the server ports preflight between the servers. */
@@ -238,39 +237,46 @@ function prepareNodes(
   scope: DeclarationScope,
 ): PreparedNodes {
   const { sshPrivateKey } = secrets;
-  const byNode = new Map<string, NodePreparation>();
-  if (!model.deploy.nodePreparation)
-    return { byNode, portsPreflights: [], nodePreflights: new Map() };
+  if (!model.deploy.nodePreparation || model.nodes.length === 0)
+    return {
+      byNode: new Map(),
+      nodesRequiringReboot: pulumi.output([]),
+      portsPreflights: [],
+      nodePreflights: new Map(),
+    };
   const clusters = [model.management, ...(model.rancher?.downstreamClusters ?? [])];
-  for (const node of model.nodes) {
-    const cluster = clusters.find((c) => c.name === node.cluster) ?? model.management;
-    const preparation = new NodePreparation(
-      nameIn(scope, `prepare-${node.name}`),
-      {
-        node,
-        sshPrivateKey,
-        unmanagedDevices: model.nodePreparation.unmanagedDevices,
-        bringUpKubeIpvs: model.nodePreparation.bringUpKubeIpvs,
-        keepFirewalld: model.nodePreparation.firewalld === "keep",
-        cni: cluster.cni,
-        kubeProxyMode: cluster.kubeProxyMode,
-        rke2Profile: knownProfile(profileSettingOf(cluster, node)),
-      },
-      optsIn(scope, {}),
-    );
-    byNode.set(node.name, preparation);
-  }
+  // Each node's host step is named prepare-<node>-host, as under the per-node components before.
+  const preparations = new NodePreparations(
+    nameIn(scope, "prepare"),
+    {
+      nodes: model.nodes.map((node) => {
+        const cluster = clusters.find((c) => c.name === node.cluster) ?? model.management;
+        return {
+          node,
+          sshPrivateKey,
+          unmanagedDevices: model.nodePreparation.unmanagedDevices,
+          bringUpKubeIpvs: model.nodePreparation.bringUpKubeIpvs,
+          keepFirewalld: model.nodePreparation.firewalld === "keep",
+          cni: cluster.cni,
+          kubeProxyMode: cluster.kubeProxyMode,
+          rke2Profile: knownProfile(profileSettingOf(cluster, node)),
+        };
+      }),
+    },
+    optsIn(scope, {}),
+  );
+  const { byNode, nodesRequiringReboot } = preparations;
   if (model.nodePreparation.firewalld === "keep") {
     const nodePreflights = keptFirewallPreflights(model, clusters, byNode, sshPrivateKey, scope);
     const management = serversOf(model).length > 0 ? model.management.name : undefined;
     const portsPreflights = model.nodes
       .filter((n) => n.cluster === management)
       .map((n) => nodePreflights.get(n.name)!);
-    return { byNode, portsPreflights, nodePreflights };
+    return { byNode, nodesRequiringReboot, portsPreflights, nodePreflights };
   }
   // Live-state preflight: every server reaches every other one on the RKE2 ports.
   const servers = serversOf(model);
-  const serverPreparations = servers.map((s) => byNode.get(s.name)!);
+  const serverPreparations = servers.map((s) => byNode.get(s.name)!.step);
   const portsPreflights = (servers.length > 1 ? servers : []).map(
     (server) =>
       new ServerPortsPreflight(
@@ -279,7 +285,7 @@ function prepareNodes(
         optsIn(scope, { dependsOn: serverPreparations }),
       ),
   );
-  return { byNode, portsPreflights, nodePreflights: new Map() };
+  return { byNode, nodesRequiringReboot, portsPreflights, nodePreflights: new Map() };
 }
 
 /**
@@ -290,14 +296,14 @@ function prepareNodes(
 function keptFirewallPreflights(
   model: EnvironmentModel,
   clusters: readonly ClusterSettings[],
-  byNode: ReadonlyMap<string, NodePreparation>,
+  byNode: ReadonlyMap<string, PreparedNode>,
   sshPrivateKey: SshKey,
   scope: DeclarationScope,
 ): Map<string, NodePortsPreflight> {
   const preflights = new Map<string, NodePortsPreflight>();
   for (const cluster of clusters) {
     const nodes = model.nodes.filter((n) => n.cluster === cluster.name);
-    const preparations = nodes.map((n) => byNode.get(n.name)!);
+    const preparations = nodes.map((n) => byNode.get(n.name)!.step);
     for (const node of nodes) {
       const targets = nodes
         .filter((peer) => peer !== node)

@@ -17,4 +17,6 @@ export interface RecordedResource {
   readonly ignoreChanges: readonly string[];
   readonly additionalSecretOutputs: readonly string[];
   readonly provider: string;
+  /** The parent URN each of its aliases names (Pulumi's alias spec `parentUrn`), when recorded. */
+  readonly aliasParents?: readonly string[];
 }

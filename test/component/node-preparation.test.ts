@@ -1,7 +1,7 @@
 import * as assert from "assert/strict";
 import * as pulumi from "@pulumi/pulumi";
 import { estateModel, estateRawConfig } from "../support/lab-stack";
-import { NodePreparation, type NodePreparationArgs } from "../../components/node-preparation";
+import { NodePreparations, type NodePreparationArgs } from "../../components/node-preparation";
 import { DEFAULT_UNMANAGED_DEVICES } from "../../components/model";
 import { rancherPreviewOutputs, recordProgram } from "../../infra/mock-runtime";
 import { deployEnvironment, EnvironmentOutputs } from "../../infra/program";
@@ -44,13 +44,51 @@ describe("node preparation outputs (Pulumi mocks)", function () {
   });
 });
 
-describe("NodePreparation in a program of its own (Pulumi mocks)", function () {
+describe("NodePreparations in a program of its own (Pulumi mocks)", function () {
   this.timeout(60000);
-  const node = estateModel().nodes[0];
+  const model = estateModel();
+  const node = model.nodes[0];
   const declare = (args: Partial<NodePreparationArgs>) =>
     recordProgram("one-server", "test", () => {
-      new NodePreparation("prepare", { node, sshPrivateKey: pulumi.secret("key"), ...args });
+      new NodePreparations("prepare", {
+        nodes: [{ node, sshPrivateKey: pulumi.secret("key"), ...args }],
+      });
     });
+
+  it("declares one host step per node under one component, each named as before", async () => {
+    const resources = await recordProgram("one-server", "test", () => {
+      new NodePreparations("prepare", {
+        nodes: model.nodes.map((n) => ({ node: n, sshPrivateKey: pulumi.secret("key") })),
+      });
+    });
+    const [component] = resources.filter((r) => r.type === "rke2remediation:node:Preparations");
+    const steps = resources.filter((r) => r.type === PREPARATION_TYPE);
+    assert.deepEqual(
+      steps.map((r) => r.name).sort(),
+      model.nodes.map((n) => `prepare-${n.name}-host`).sort(),
+    );
+    for (const step of steps) {
+      assert.equal(step.parent, component.urn);
+      // State written with a component per node keeps the step: its alias names that parent.
+      const node = step.name.slice("prepare-".length, -"-host".length);
+      assert.deepEqual(step.aliasParents, [
+        `urn:pulumi:test::one-server::rke2remediation:node:Preparation::prepare-${node}`,
+      ]);
+    }
+    // Nothing else: a node costs Pulumi one resource.
+    assert.equal(resources.length, model.nodes.length + 1, "the component and the steps");
+  });
+
+  it("refuses a node listed twice, naming it", async () => {
+    await assert.rejects(
+      recordProgram("one-server", "test", () => {
+        new NodePreparations("prepare", {
+          nodes: [node, node].map((n) => ({ node: n, sshPrivateKey: pulumi.secret("key") })),
+        });
+      }),
+      new RegExp(`node ${node.name.replace(/\./g, "\\.")} is listed twice`),
+    );
+  });
 
   it("takes the stack config's defaults for what it is not given", async () => {
     const [defaulted] = (await declare({})).filter((r) => r.type === PREPARATION_TYPE);

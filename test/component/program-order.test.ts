@@ -97,7 +97,7 @@ function stepsOf(model: EnvironmentModel, resources: readonly RecordedResource[]
     switch (top.type) {
       case "rke2remediation:libvirt:DnsRecords":
         return "records";
-      case "rke2remediation:node:Preparation":
+      case "rke2remediation:node:Preparations":
         return "prepare";
       case "rke2remediation:node:ServerPortsPreflight":
         return "ports";

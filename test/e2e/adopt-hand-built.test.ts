@@ -12,7 +12,7 @@ import * as path from "path";
 import * as YAML from "yaml";
 import { DNS_MANIFEST_CHECK, RKE2_KUBECONFIG } from "../../components/model";
 import { RKE2_KUBECONFIG_PATH } from "../../components/rke2-cluster/kubeconfig";
-import { pulumiIn, pulumiOn } from "./cli";
+import { pulumiIn, pulumiOn, treeAt } from "./cli";
 import {
   etcdMembers,
   hostKeyIn,
@@ -402,15 +402,6 @@ function adoptionSuite(variant: "as-found" | "with-extras"): void {
  */
 const PREVIOUS_MAIN = "fb7e704";
 
-/** The previous release's tree, with this checkout's npm dependencies (the same lock file). */
-function previousTree(): string {
-  const dir = fs.mkdtempSync(path.join(LAB_DIR, "previous-main-"));
-  const tar = run("bash", ["-c", `git -C ${REPO} archive ${PREVIOUS_MAIN} | tar -x -C ${dir}`]);
-  assert.equal(tar.status, 0, `cannot read ${PREVIOUS_MAIN} from git history: ${tar.stderr}`);
-  fs.symlinkSync(path.join(REPO, "node_modules"), path.join(dir, "node_modules"));
-  return dir;
-}
-
 interface StateResource {
   readonly urn: string;
   readonly type: string;
@@ -449,6 +440,15 @@ const isAddedRead = (urn: string) =>
   urn.endsWith(`${RKE2_KUBECONFIG.token}::management-kubeconfig`) ||
   urn.includes(`${DNS_MANIFEST_CHECK.token}::dns-management-manifest-check-`);
 
+/**
+ * What the move to one `NodePreparations` component changes: it is created, and the per-node
+ * components whose steps it now holds (aliased) are deleted; nothing runs on a host for either.
+ */
+const isPreparationComponent = (urn: string) =>
+  /::rke2remediation:node:Preparations?::prepare(-[^:$]+)?$/.test(urn);
+/** A resource's name: the end of its URN, which a change of parent leaves as it was. */
+const nameOf = (urn: string) => urn.split("::").pop()!;
+
 const holdsKey = (r: StateResource) => JSON.stringify(r).includes("PRIVATE KEY");
 const providerCode = (r: StateResource) =>
   Math.max(String(r.inputs?.__provider ?? "").length, String(r.outputs?.__provider ?? "").length);
@@ -462,7 +462,7 @@ describe("a stack written by the previous release (state upgrade)", function () 
   before(() => {
     buildEstate("with-extras");
     adoptingStack();
-    previous = previousTree();
+    previous = treeAt(PREVIOUS_MAIN);
     // The stack file as the previous release knew its keys: nodePreparation.firewalld came later.
     const stackFile = YAML.parse(
       fs.readFileSync(path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`), "utf8"),
@@ -495,7 +495,11 @@ describe("a stack written by the previous release (state upgrade)", function () 
   });
 
   it("pulumi preview plans no replacement, only updates of the host steps' state", () => {
-    const steps = previewSteps().filter((s) => !(s.op === "create" && isAddedRead(s.urn)));
+    const steps = previewSteps().filter(
+      (s) =>
+        !(s.op === "create" && isAddedRead(s.urn)) &&
+        !(["create", "delete"].includes(s.op) && isPreparationComponent(s.urn)),
+    );
     const ops = new Set(steps.map((s) => s.op));
     for (const op of ["replace", "create-replacement", "delete-replaced", "create", "delete"])
       assert.ok(!ops.has(op), `preview plans ${op}: ${JSON.stringify(steps)}`);
@@ -506,14 +510,18 @@ describe("a stack written by the previous release (state upgrade)", function () 
     const calls = SERVERS.map(callCount);
     const r = pulumi("up", "--yes");
     assert.equal(r.status, 0, r.out);
-    // Nothing replaced or deleted; the only creations are the reads this release adds (their
-    // lines, and the summary's count of them: the kubeconfig read and one check per server).
+    // Nothing replaced; the only creations are the reads this release adds and the preparation
+    // component, the only deletions the per-node components it replaces (their lines, and the
+    // summary's counts: the kubeconfig read, one check per server and the component; one
+    // component per server).
     const changes = r.out.split("\n").filter((l) => /replaced|created|deleted/.test(l));
     assert.deepEqual(
       changes.filter(
         (l) =>
-          !/ (management-kubeconfig|dns-management-manifest-check-\S+) created/.test(l) &&
-          !new RegExp(`^\\s*\\+ ${1 + SERVERS.length} created\\s*$`).test(l),
+          !/ (management-kubeconfig|dns-management-manifest-check-\S+|prepare) created/.test(l) &&
+          !/ prepare-\S+ deleted/.test(l) &&
+          !new RegExp(`^\\s*\\+ ${2 + SERVERS.length} created\\s*$`).test(l) &&
+          !new RegExp(`^\\s*- ${SERVERS.length} deleted\\s*$`).test(l),
       ),
       [],
       r.out,
@@ -529,9 +537,11 @@ describe("a stack written by the previous release (state upgrade)", function () 
       assert.equal(configBytes(octet), found.bytes[i], `.${octet}'s config.yaml was rewritten`);
     });
     const upgraded = exportedState();
-    const ids = new Map(previousState.resources.map((x) => [x.urn, x.id]));
+    // By name and type: the preparation steps moved to the new component's URNs.
+    const ids = new Map(previousState.resources.map((x) => [`${x.type} ${nameOf(x.urn)}`, x.id]));
     for (const x of upgraded.resources)
-      if (!isAddedRead(x.urn)) assert.equal(x.id, ids.get(x.urn), `${x.urn} has a new id`);
+      if (!isAddedRead(x.urn) && !isPreparationComponent(x.urn))
+        assert.equal(x.id, ids.get(`${x.type} ${nameOf(x.urn)}`), `${x.urn} has a new id`);
     const steps = upgraded.resources.filter((x) => x.type.startsWith("pulumi-nodejs:dynamic/"));
     assert.deepEqual(
       steps.filter(holdsKey).map((x) => x.urn),

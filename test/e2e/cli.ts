@@ -1,6 +1,9 @@
 /** The real Pulumi CLI on the lab's stack, as the e2e tier runs it (inside the operator namespace). */
+import * as assert from "assert/strict";
 import { spawn, spawnSync } from "child_process";
-import { LAB_STACK, REPO } from "../real/lab";
+import * as fs from "fs";
+import * as path from "path";
+import { LAB_DIR, LAB_STACK, REPO, run } from "../real/lab";
 
 export function pulumi(...args: string[]): { status: number; out: string } {
   return pulumiOn(LAB_STACK, args);
@@ -13,6 +16,18 @@ export function pulumiOn(
   input?: string,
 ): { status: number; out: string } {
   return pulumiIn(REPO, stack, args, input);
+}
+
+/**
+ * The project's tree at an earlier `commit`, read from git history (a clean clone has it), in a
+ * new directory under the lab's, with this checkout's npm dependencies (the same lock file).
+ */
+export function treeAt(commit: string): string {
+  const dir = fs.mkdtempSync(path.join(LAB_DIR, `tree-${commit}-`));
+  const tar = run("bash", ["-c", `git -C ${REPO} archive ${commit} | tar -x -C ${dir}`]);
+  assert.equal(tar.status, 0, `cannot read ${commit} from git history: ${tar.stderr}`);
+  fs.symlinkSync(path.join(REPO, "node_modules"), path.join(dir, "node_modules"));
+  return dir;
 }
 
 /** The same in another checkout of the project (`dir`): an earlier release's tree, say. */
