@@ -90,16 +90,29 @@ function observed(
 }
 
 async function runNodeScript(state: NodePreparationState, action: "read" | "apply") {
-  const result = await ssh.runHostScript(state.connection, state, state.script, {
-    label: `node ${state.node}`,
-    params: facts.nodeScriptParams(action, state),
-    timeoutMs: 120000,
-    // The script's "warning: " lines (reboot needed, firewalld left running) are warnings.
-    log: (line) =>
-      line.startsWith(`node ${state.node}: warning: `)
-        ? pulumi.log.warn(line)
-        : pulumi.log.info(line),
-  });
+  // The script's lines are logged together once it ends (or fails): one message for its
+  // "warning: " lines (reboot needed, firewalld left running), one for the rest. The step takes
+  // about a second, and each message is a round through Pulumi's engine and display, which on
+  // an estate of many nodes costs more than the step's own work.
+  const lines: string[] = [];
+  const flush = () => {
+    const warning = `node ${state.node}: warning: `;
+    const warnings = lines.filter((l) => l.startsWith(warning));
+    const info = lines.filter((l) => !l.startsWith(warning));
+    if (info.length > 0) void pulumi.log.info(info.join("\n"));
+    if (warnings.length > 0) void pulumi.log.warn(warnings.join("\n"));
+  };
+  let result: ssh.ScriptResult;
+  try {
+    result = await ssh.runHostScript(state.connection, state, state.script, {
+      label: `node ${state.node}`,
+      params: facts.nodeScriptParams(action, state),
+      timeoutMs: 120000,
+      log: (line) => lines.push(line),
+    });
+  } finally {
+    flush();
+  }
   return { facts: facts.parseNodeFacts(result.stdout), changes: ssh.changedLines(result) };
 }
 

@@ -3,7 +3,7 @@ import { cisSysctlText } from "./profile";
 /**
  * What is wrong with an unmanaged-devices list, each problem with the index of its entry (or
  * undefined for the list as a whole); empty when it is fit. The stack config's validator and
- * NodePreparation both check a list with it.
+ * NodePreparations both check a list with it.
  */
 export function unmanagedDevicesProblems(
   devices: readonly string[],

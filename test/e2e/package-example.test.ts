@@ -91,7 +91,7 @@ describe("examples/one-server, a program of its own that installs the package fr
   it("resolves rke2-remediation/components under moduleResolution node as under node16", () => {
     fs.writeFileSync(
       path.join(program, "components-import.ts"),
-      'import { NodePreparation } from "rke2-remediation/components";\nexport const kind = NodePreparation.name;\n',
+      'import { NodePreparations } from "rke2-remediation/components";\nexport const kind = NodePreparations.name;\n',
     );
     const tsconfig = JSON.parse(fs.readFileSync(path.join(program, "tsconfig.json"), "utf8")) as {
       compilerOptions: Record<string, unknown>;
