@@ -414,7 +414,10 @@ describe("RKE2 join against real etcd", function () {
         );
         assert.ok(!fs.existsSync(nodeFile(B.octet, "/etc/rancher/rke2/registries.yaml")));
         assert.deepEqual(state.managedRegistries, withRegistries().managedRegistries);
-        assert.match(rke2Log(B), new RegExp(`Using private registry config file at ${OPS}`));
+        // The restart returns once the unit is started; the new process logs what it read as it
+        // starts, so its line may come a moment after.
+        const used = `Using private registry config file at ${OPS}`;
+        await until(`.${B.octet} logging "${used}"`, () => rke2Log(B).includes(used));
       });
     });
   });
