@@ -67,6 +67,32 @@ async function until(what: string, check: () => boolean, ms = 30000): Promise<vo
   throw new Error(`timed out waiting for ${what}`);
 }
 
+const standinEnvFile = (node: typeof A) => nodeFile(node.octet, "/etc/rke2-standin.env");
+
+/**
+ * Stops RKE2's stand-in on A and B and removes their etcd data (and, with `clearConfig`, their
+ * /etc/rancher/rke2), then adds `env` to each stand-in's environment file. Returns what puts
+ * them back: RKE2 stopped, its data removed, each environment file as it was.
+ */
+async function freshStandins(env: string, clearConfig = false): Promise<() => Promise<void>> {
+  const saved = new Map<number, string>();
+  for (const node of [A, B]) {
+    await stopRke2(node);
+    fs.rmSync(path.dirname(dbOf(node)), { recursive: true, force: true });
+    if (clearConfig)
+      fs.rmSync(nodeFile(node.octet, "/etc/rancher/rke2"), { recursive: true, force: true });
+    saved.set(node.octet, fs.readFileSync(standinEnvFile(node), "utf8"));
+    fs.appendFileSync(standinEnvFile(node), env);
+  }
+  return async () => {
+    for (const node of [A, B]) {
+      await stopRke2(node);
+      fs.rmSync(path.dirname(dbOf(node)), { recursive: true, force: true });
+      fs.writeFileSync(standinEnvFile(node), saved.get(node.octet)!);
+    }
+  };
+}
+
 /** The real kubectl on a node with the kubeconfig RKE2's stand-in wrote there (stdout, trimmed). */
 function kubectlOn(node: typeof A, ...args: string[]): string {
   const r = inNamespace(labNs(`n${node.octet}`), [
@@ -427,8 +453,7 @@ describe("RKE2 join against real etcd", function () {
     // and its conditions), with the etcd controller's tick and stall limit shortened.
     const TICK = 3;
     const STALL = 20;
-    const envFile = (node: typeof A) => nodeFile(node.octet, "/etc/rke2-standin.env");
-    const savedEnv = new Map<number, string>();
+    let restoreStandins = async () => {};
     const target = (n: typeof A): SshEndpoint => pinnedEndpoint(nodeConnection(n.octet));
     const firstServer: FirstServerRef = { node: A.name, connection: target(A) };
     const gateState = (node: typeof A, first?: FirstServerRef): JoinGateState => ({
@@ -457,16 +482,10 @@ describe("RKE2 join against real etcd", function () {
 
     before(async function () {
       this.timeout(240000);
-      for (const node of [A, B]) {
-        await stopRke2(node);
-        fs.rmSync(path.dirname(dbOf(node)), { recursive: true, force: true });
-        savedEnv.set(node.octet, fs.readFileSync(envFile(node), "utf8"));
-        fs.appendFileSync(
-          envFile(node),
-          `STANDIN_KUBE_DIR=${path.join(LAB_DIR, "kube")}\n` +
-            `STANDIN_ETCD_MANAGE_SECONDS=${TICK}\nSTANDIN_LEARNER_MAX_STALL_SECONDS=${STALL}\n`,
-        );
-      }
+      restoreStandins = await freshStandins(
+        `STANDIN_KUBE_DIR=${path.join(LAB_DIR, "kube")}\n` +
+          `STANDIN_ETCD_MANAGE_SECONDS=${TICK}\nSTANDIN_LEARNER_MAX_STALL_SECONDS=${STALL}\n`,
+      );
       const state = await startOnNode("create", stepInputs(A, writeConfig(A), { peers: [B] }));
       assert.equal(state.active, true);
       await until(
@@ -476,14 +495,7 @@ describe("RKE2 join against real etcd", function () {
       );
       aClusterId = clusterIdAt(A);
     });
-    after(async () => {
-      for (const node of [A, B]) {
-        await stopRke2(node);
-        fs.rmSync(path.dirname(dbOf(node)), { recursive: true, force: true });
-        const saved = savedEnv.get(node.octet);
-        if (saved !== undefined) fs.writeFileSync(envFile(node), saved);
-      }
-    });
+    after(() => restoreStandins());
 
     it("the real apiserver reports readyz and the Node's Ready and EtcdIsVoter conditions as RKE2 does", () => {
       assert.equal(kubectlOn(A, "get", "--raw", "/readyz"), "ok");
@@ -754,22 +766,15 @@ describe("RKE2 join against real etcd", function () {
     });
     const unschedulable = () =>
       kubectlOn(A, "get", "node", B.name, "-o", "jsonpath={.spec.unschedulable}");
-    const envFile = (node: typeof A) => nodeFile(node.octet, "/etc/rke2-standin.env");
-    const savedEnv = new Map<number, string>();
+    let restoreStandins = async () => {};
     let configBefore: string;
     before(async function () {
       this.timeout(300000);
       // Both run RKE2's stand-in as management servers do: the real kube-apiserver and the Nodes.
-      for (const node of [A, B]) {
-        await stopRke2(node);
-        fs.rmSync(path.dirname(dbOf(node)), { recursive: true, force: true });
-        fs.rmSync(nodeFile(node.octet, "/etc/rancher/rke2"), { recursive: true, force: true });
-        savedEnv.set(node.octet, fs.readFileSync(envFile(node), "utf8"));
-        fs.appendFileSync(
-          envFile(node),
-          `STANDIN_KUBE_DIR=${path.join(LAB_DIR, "kube")}\nSTANDIN_ETCD_MANAGE_SECONDS=3\n`,
-        );
-      }
+      restoreStandins = await freshStandins(
+        `STANDIN_KUBE_DIR=${path.join(LAB_DIR, "kube")}\nSTANDIN_ETCD_MANAGE_SECONDS=3\n`,
+        true,
+      );
       const first = await startOnNode("create", stepInputs(A, writeConfig(A), { peers: [B] }));
       assert.equal(first.active, true);
       await until(
@@ -804,14 +809,7 @@ describe("RKE2 join against real etcd", function () {
       );
     });
 
-    after(async () => {
-      for (const node of [A, B]) {
-        await stopRke2(node);
-        fs.rmSync(path.dirname(dbOf(node)), { recursive: true, force: true });
-        const saved = savedEnv.get(node.octet);
-        if (saved !== undefined) fs.writeFileSync(envFile(node), saved);
-      }
-    });
+    after(() => restoreStandins());
 
     it("adopting it restarts nothing and drains nothing: no restart, no file written or moved, the Node schedulable", async () => {
       const restarts = unitState(B.octet, "rke2-server.service").history.length;
