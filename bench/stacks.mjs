@@ -2,12 +2,15 @@
 /**
  * Stack files for bench/run.
  *
- *   node bench/stacks.mjs subset --template <stack yaml> --first 5 [--rke2-servers true] --out <yaml>
+ *   node bench/stacks.mjs subset --template <stack yaml> --first 5 [--rke2-servers true] [--bin <dir>] --out <yaml>
  *     The lab's stack with only its first N nodes (in the order RKE2R_LAB_NODES lists them); deploys libvirt DNS records, node
  *     preparation (with the server ports preflight) and cluster DNS, no Rancher, and RKE2 on the
  *     management servers only with --rke2-servers true (their apiserver then runs). Without
  *     a downstream etcd and control-plane node the `rancher` key is dropped (uat1 needs both).
- *     Encryption salt and secrets are kept, so the stack's secrets still decrypt.
+ *     Keys that only the parts turned off read are removed, so the program measured logs no
+ *     "is unused" warning per downstream node (the product's own table of readers, from the
+ *     compiled program in --bin, default bin/). Encryption salt and the secrets of the parts kept
+ *     stay, so the stack's secrets still decrypt.
  *
  *   node bench/stacks.mjs scale --from stacks/Pulumi.lab.yaml --downstream stacks/Pulumi.uat1.yaml
  *       --nodes 300 [--deploy hosts] --out <yaml>
@@ -21,6 +24,9 @@
  *     node preparation, RKE2 on the management nodes), for `pulumi preview` of the stack.
  */
 import * as fs from "node:fs";
+import * as path from "node:path";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
 import YAML from "yaml";
 
 const NS = "rke2-remediation";
@@ -81,12 +87,42 @@ function subset(f) {
     clusterDns: true,
     rancherClusters: false,
   };
+  pruneUnused(config, f.bin ?? path.join(path.dirname(fileURLToPath(import.meta.url)), "../bin"));
   const octets = config[`${NS}:nodes`].map((n) => lastOctet(n.ip)).join(" ");
   const header = `# Written by bench/stacks.mjs subset: the lab's stack with nodes ${octets}.\n`;
   fs.writeFileSync(
     f.out,
     header + YAML.stringify(doc, { lineWidth: 0, aliasDuplicateObjects: false }),
   );
+}
+
+/**
+ * Removes every key of the namespace that the stack's `deploy` selection leaves unused, as the
+ * program's validation finds them (`unusedKeys`, infra/config/deploy-parts.ts).
+ */
+function pruneUnused(config, bin) {
+  const require = createRequire(import.meta.url);
+  const { unusedKeys } = require(path.resolve(bin, "infra/config/deploy-parts.js"));
+  const values = {};
+  const secretKeys = new Set();
+  for (const [key, value] of Object.entries(config)) {
+    if (!key.startsWith(`${NS}:`)) continue;
+    const bare = key.slice(NS.length + 1);
+    if (value !== null && typeof value === "object" && "secure" in value) secretKeys.add(bare);
+    else values[bare] = value;
+  }
+  const deploy = config[`${NS}:deploy`];
+  for (const { path: keyPath } of unusedKeys(values, secretKeys, deploy)) {
+    const steps = keyPath.match(/[^.[\]]+/g);
+    const last = steps.pop();
+    if (steps.length === 0) {
+      delete config[`${NS}:${last}`];
+      continue;
+    }
+    let parent = config[`${NS}:${steps[0]}`];
+    for (const step of steps.slice(1)) parent = parent[/^\d+$/.test(step) ? Number(step) : step];
+    delete parent[last];
+  }
 }
 
 function scale(f) {
