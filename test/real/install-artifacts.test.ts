@@ -357,4 +357,26 @@ describe("installing RKE2 from an internal HTTPS mirror (lab node .31, its data-
       `GET ${dir}/${IMAGES} 200`,
     ]);
   });
+
+  it("the next update on that host, its token and node-name in config.yaml and data-dir in a drop-in, fetches, copies, rewrites and restarts nothing", async () => {
+    const files = ["/etc/rancher/rke2/config.yaml", DATA_DIR_DROP_IN].map((f) =>
+      nodeFile(NODE.octet, f),
+    );
+    const before = files.map((f) => fs.readFileSync(f, "utf8"));
+    const history = unitState(NODE.octet, "rke2-server.service").history;
+    requests.length = 0;
+    const state = await startOnNode("update", inputs({ url: MIRROR, caFile: ca }, UPGRADE));
+    assert.deepEqual(state.lastChanges, []);
+    assert.equal(state.installedVersion, UPGRADE);
+    assert.equal(state.dataDir, DATA_DIR);
+    assert.deepEqual(requests, []);
+    assert.deepEqual(
+      files.map((f) => fs.readFileSync(f, "utf8")),
+      before,
+    );
+    assert.deepEqual(unitState(NODE.octet, "rke2-server.service").history, history);
+    assert.ok(
+      !fs.existsSync(nodeFile(NODE.octet, `/var/lib/rke2-remediation/artifacts/${UPGRADE}`)),
+    );
+  });
 });
