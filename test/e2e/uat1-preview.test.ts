@@ -354,7 +354,10 @@ describe("the uat1 stack in a pull-request preview", function () {
     }
   });
 
-  describe("the pull-request workflow, run step by step on a checkout", () => {
+  describe("the pull-request workflow, run step by step on a checkout", function () {
+    // A whole workflow run: npm ci, then each stack's offline check and preview with the policy
+    // pack. This file runs at niceness 10 beside two labs; on a slow day one run took 277 s.
+    this.timeout(600000);
     let checkout: string;
     const workflow = path.join(REPO, ".github", "workflows", "policy-preview.yml");
     /** The machine the runner starts from: the lab's CLI on PATH, no Pulumi settings. */
